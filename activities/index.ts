@@ -1,0 +1,2 @@
+export { generate } from './model';
+export { beginRun, settleRun } from './runs';

@@ -1,0 +1,49 @@
+import type { AgentConfig } from '../domain/agents';
+import type { Attachment, ResponseFormat } from '../domain/runs';
+import type { ChatMessage } from './providers/types';
+
+export interface PromptParts {
+  config: AgentConfig;
+  input: string | Record<string, unknown>;
+  attachments: Attachment[];
+  history: ChatMessage[];
+  format: ResponseFormat;
+  /** The rejected reply and what was wrong with it, for the one repair attempt. */
+  repair?: { previous: string; problems: string[] };
+}
+
+const TASK_LINE = 'Task: handle the structured input below as your instructions describe.';
+
+function formatInstruction(format: ResponseFormat): string | undefined {
+  if (format.type === 'json_object') return 'Reply with a single JSON object and nothing else.';
+  if (format.type === 'json_schema') {
+    return `Reply with a single JSON object that matches this JSON Schema, and nothing else:\n${JSON.stringify(format.schema)}`;
+  }
+  return undefined;
+}
+
+/**
+ * The user's turn. A structured payload goes here, fenced and labelled, and never into the system
+ * message: it is data supplied by the caller, not instructions.
+ */
+export function userContent(input: string | Record<string, unknown>, attachments: Attachment[]): string {
+  const body = typeof input === 'string' ? input : `${TASK_LINE}\n\nInput (JSON):\n\`\`\`json\n${JSON.stringify(input, null, 2)}\n\`\`\``;
+  if (attachments.length === 0) return body;
+  const listed = attachments.map((a) => `- ${a.name ?? a.ref} (${[a.type, a.mime_type].filter(Boolean).join(', ') || 'file'}; ref ${a.ref})`);
+  return `${body}\n\nAttachments:\n${listed.join('\n')}`;
+}
+
+/** The one place prompts are put together: system from the agent version, then history, then the turn. */
+export function assemblePrompt(parts: PromptParts): ChatMessage[] {
+  const system = [parts.config.instructions, formatInstruction(parts.format)].filter(Boolean).join('\n\n');
+  const messages: ChatMessage[] = [];
+  if (system) messages.push({ role: 'system', content: system });
+  messages.push(...parts.history, { role: 'user', content: userContent(parts.input, parts.attachments) });
+  if (parts.repair) {
+    messages.push(
+      { role: 'assistant', content: parts.repair.previous },
+      { role: 'user', content: `That reply did not match the required format:\n${parts.repair.problems.join('\n')}\nReply again with only the corrected JSON object.` },
+    );
+  }
+  return messages;
+}

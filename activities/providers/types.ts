@@ -1,0 +1,53 @@
+import type { Usage } from '../../domain/runs';
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** JSON text as the model wrote it. */
+  arguments: string;
+}
+
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'tool'; content: string; tool_call_id: string };
+
+export interface ToolSpec {
+  name: string;
+  description?: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  model: string;
+  messages: ChatMessage[];
+  temperature?: number;
+  maxOutputTokens?: number;
+  tools?: ToolSpec[];
+  toolChoice?: 'auto' | 'required';
+  /** Ask the provider for a JSON object (json_object and json_schema formats). */
+  json?: boolean;
+  signal?: AbortSignal;
+  /** When given, the reply is streamed and each text chunk is handed over as it arrives. */
+  onTextDelta?: (chunk: string) => void;
+}
+
+export interface ModelReply {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: Usage;
+  model: string;
+}
+
+/** A provider failure; `retryable` says whether another attempt may succeed (5xx, 429, network). */
+export class ProviderError extends Error {
+  constructor(message: string, readonly retryable: boolean, readonly status?: number) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+export interface ModelProvider {
+  readonly name: 'local' | 'openai';
+  complete(request: ModelRequest): Promise<ModelReply>;
+}

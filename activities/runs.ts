@@ -1,0 +1,185 @@
+import { QueryTypes, type Transaction } from 'sequelize';
+import type { ErrorCode, RunStatus } from '../domain/errors';
+import { mintId } from '../domain/ids';
+import { creditsFor, ledgerLine, type OutputItem, type RunInput, type RunOutcome, type RunResponse, type Usage } from '../domain/runs';
+import { Conversation, LedgerLine, Message, models, Run, RunLog } from '../db/models';
+import { db } from '../db/sequelize';
+import { recordEvent, type Correlation } from './outbox';
+
+export interface BegunRun {
+  runKey: number;
+  conversationId: number;
+  conversationPublicId?: string;
+  conversationChannel: string;
+}
+
+function correlation(input: RunInput): Correlation {
+  return { requestId: input.requestId, traceId: input.traceId };
+}
+
+async function openConversation(input: RunInput, t: Transaction): Promise<{ conversation: Conversation; created: boolean }> {
+  if (input.conversation) {
+    return { conversation: (await Conversation.findByPk(input.conversation.id, { transaction: t }))!, created: false };
+  }
+  const fields = { workspaceId: input.workspace.id, agentId: input.agent.id, channel: input.channel, internal: input.kind === 'response' };
+  if (input.externalRef) {
+    // The unique (workspace, external_ref) index makes concurrent resolutions agree on one row.
+    const [row] = await db().query<{ id: number; inserted: boolean }>(
+      `INSERT INTO conversations (public_id, workspace_id, agent_id, channel, external_ref, internal)
+       VALUES (:publicId, :workspaceId, :agentId, :channel, :externalRef, false)
+       ON CONFLICT (workspace_id, external_ref) DO UPDATE SET external_ref = EXCLUDED.external_ref
+       RETURNING id, (xmax = 0) AS inserted`,
+      { replacements: { ...fields, publicId: mintId('conversation'), externalRef: input.externalRef }, type: QueryTypes.SELECT, transaction: t },
+    );
+    return { conversation: (await Conversation.findByPk(row.id, { transaction: t }))!, created: row.inserted };
+  }
+  return { conversation: await Conversation.create({ ...fields, publicId: mintId('conversation') }, { transaction: t }), created: true };
+}
+
+/**
+ * queued → running: records the run, its conversation and the caller's message, with their events,
+ * in one transaction. Safe to repeat: a second call finds the run and changes nothing.
+ */
+export async function beginRun(input: RunInput): Promise<BegunRun> {
+  models();
+  return db().transaction(async (t) => {
+    const existing = await Run.findOne({ where: { publicId: input.runId }, transaction: t });
+    if (existing) {
+      const conversation = (await Conversation.findByPk(existing.conversationId!, { transaction: t }))!;
+      return begun(existing.id, conversation);
+    }
+    const { conversation, created } = await openConversation(input, t);
+    const run = await Run.create(
+      {
+        publicId: input.runId,
+        workspaceId: input.workspace.id,
+        agentId: input.agent.id,
+        agentVersion: input.agent.version,
+        conversationId: conversation.id,
+        kind: input.kind,
+        status: 'running',
+        channel: input.channel,
+        requestId: input.requestId,
+        traceId: input.traceId,
+        metadata: input.metadata,
+        startedAt: new Date(),
+      },
+      { transaction: t },
+    );
+    const events = correlation(input);
+    if (created && !conversation.internal) {
+      await recordEvent(t, input.workspace, 'conversation.created', { id: conversation.publicId, agent: input.agent.publicId, channel: conversation.channel, external_ref: conversation.externalRef }, events);
+    }
+    if (input.kind !== 'response') {
+      const message = await Message.create({ publicId: mintId('message'), conversationId: conversation.id, runId: run.id, role: 'user', content: input.input }, { transaction: t });
+      await recordEvent(t, input.workspace, 'message.received', { id: message.publicId, conversation: conversation.publicId, role: 'user' }, events);
+    }
+    await recordEvent(t, input.workspace, 'agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' }, events);
+    return begun(run.id, conversation);
+  });
+}
+
+function begun(runKey: number, conversation: Conversation): BegunRun {
+  return {
+    runKey,
+    conversationId: conversation.id,
+    conversationPublicId: conversation.internal ? undefined : conversation.publicId,
+    conversationChannel: conversation.channel,
+  };
+}
+
+export interface Settlement {
+  input: RunInput;
+  begun: BegunRun;
+  status: Exclude<RunStatus, 'queued' | 'running'>;
+  output: OutputItem[];
+  usage: Usage;
+  model: string;
+  toolNames: string[];
+  error?: { code: ErrorCode; message: string };
+}
+
+export function runResponse(input: RunInput, begun: BegunRun, fields: { status: RunStatus; output: OutputItem[]; usage: Usage }): RunResponse {
+  return {
+    id: input.runId,
+    status: fields.status,
+    agent: input.agent.publicId,
+    agent_version: input.agent.version,
+    ...(input.kind !== 'response' && begun.conversationPublicId && { conversation: begun.conversationPublicId }),
+    output: fields.output,
+    usage: fields.usage,
+    metadata: input.metadata,
+    request_id: input.requestId,
+    trace_id: input.traceId,
+  };
+}
+
+/**
+ * running → completed | failed | cancelled | blocked, exactly once: the final status, the ledger line,
+ * the balance, the assistant message, the log entry and every event commit together. A repeated
+ * call (a retried activity) finds the run already settled and returns what was stored.
+ */
+export async function settleRun(s: Settlement): Promise<RunOutcome> {
+  models();
+  const { input, begun } = s;
+  const outcome: RunOutcome = { run: runResponse(input, begun, s), ...(s.error && { error: s.error }) };
+  await db().transaction(async (t) => {
+    const [changed] = await Run.update(
+      {
+        status: s.status,
+        // Stateless responses keep a record of the request and its cost, not of the exchange.
+        output: input.kind === 'response' ? null : s.output,
+        usage: s.usage,
+        errorCode: s.error?.code ?? null,
+        errorMessage: s.error?.message ?? null,
+        completedAt: new Date(),
+      },
+      { where: { id: begun.runKey, status: ['queued', 'running'] }, transaction: t },
+    );
+    if (changed === 0) return;
+    const events = correlation(input);
+    const credits = creditsFor(s.usage);
+    await LedgerLine.create(
+      { workspaceId: input.workspace.id, runId: begun.runKey, line: ledgerLine(input.channel, begun.conversationChannel), credits, inputTokens: s.usage.input_tokens, outputTokens: s.usage.output_tokens },
+      { transaction: t },
+    );
+    if (credits > 0) await chargeCredits(input, credits, t, events);
+    if (s.status === 'completed' && input.kind !== 'response') {
+      const message = await Message.create({ publicId: mintId('message'), conversationId: begun.conversationId, runId: begun.runKey, role: 'assistant', content: s.output }, { transaction: t });
+      await recordEvent(t, input.workspace, 'message.sent', { id: message.publicId, conversation: begun.conversationPublicId, role: 'assistant' }, events);
+    }
+    const runEvent = s.status === 'completed' ? 'agent.run.completed' : 'agent.run.failed';
+    await recordEvent(t, input.workspace, runEvent, { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: s.status, usage: s.usage, ...(s.error && { error_code: s.error.code }) }, events);
+    await RunLog.create(
+      {
+        publicId: mintId('log'),
+        workspaceId: input.workspace.id,
+        runId: begun.runKey,
+        status: s.status,
+        latencyMs: Math.max(0, Date.now() - input.acceptedAt),
+        model: s.model,
+        inputTokens: s.usage.input_tokens,
+        outputTokens: s.usage.output_tokens,
+        totalTokens: s.usage.total_tokens,
+        cachedTokens: s.usage.cached_tokens,
+        toolNames: s.toolNames,
+        errorCode: s.error?.code ?? null,
+      },
+      { transaction: t },
+    );
+  });
+  return outcome;
+}
+
+/** Debits the balance and fires usage.threshold_reached when this debit crosses the threshold. */
+async function chargeCredits(input: RunInput, credits: number, t: Transaction, events: Correlation): Promise<void> {
+  const [row] = await db().query<{ credits: number; usage_threshold: number | null }>(
+    'UPDATE workspaces SET credits = credits - :credits WHERE id = :id RETURNING credits, usage_threshold',
+    { replacements: { credits, id: input.workspace.id }, type: QueryTypes.SELECT, transaction: t },
+  );
+  const threshold = row.usage_threshold;
+  const before = row.credits + credits;
+  if (threshold !== null && before > threshold && row.credits <= threshold) {
+    await recordEvent(t, input.workspace, 'usage.threshold_reached', { workspace: input.workspace.publicId, balance: row.credits, threshold }, events);
+  }
+}

@@ -1,0 +1,24 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { errorEnvelope } from './middleware/errorEnvelope';
+import { jsonBody } from './middleware/jsonBody';
+import { requestContext } from './middleware/requestContext';
+import { healthRoutes } from './routes/health';
+import { responsesRoutes } from './routes/responses';
+import type { AppState } from './state';
+
+/** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */
+export function createApp(): Koa<AppState> {
+  const app = new Koa<AppState>();
+  app.proxy = true;
+  const router = new Router<AppState>();
+  healthRoutes(router);
+  responsesRoutes(router);
+  app.use(requestContext);
+  app.use(errorEnvelope);
+  app.use(jsonBody);
+  app.use(router.routes());
+  // Errors are answered in the envelope; Koa's own error printing would only duplicate them.
+  app.silent = true;
+  return app;
+}

@@ -1,0 +1,110 @@
+import type { Context } from 'koa';
+import { WorkflowFailedError } from '@temporalio/client';
+import { chooseConfiguration } from '../domain/agents';
+import { ERROR_TABLE, ServiceError } from '../domain/errors';
+import { mintId, mintTraceId } from '../domain/ids';
+import type { RunInput, RunKind, RunOutcome } from '../domain/runs';
+import { Agent, AgentVersion, models, Workspace, type Conversation } from '../db/models';
+import type { agentRun } from '../workflows/agentRun';
+import { SEARCH_ATTRIBUTES } from '../workflows/registry';
+import { workspaceOf } from './middleware/auth';
+import type { ErrorBody } from './middleware/errorEnvelope';
+import type { AppState } from './state';
+import { temporal } from './temporal';
+import { findInWorkspace } from './tenancy';
+import type { ExecutionRequest } from './validation/runtimeInput';
+
+export interface ExecutionTarget {
+  kind: RunKind;
+  agentPublicId: string;
+  /** Posting a message: the conversation, already resolved in the caller's workspace. */
+  conversation?: Conversation;
+}
+
+type Ctx = Context & { state: AppState };
+
+async function configurationFor(agent: Agent, choice: 'published' | 'draft') {
+  if (choice === 'draft') return { version: agent.publishedVersion + (agent.draftChanged ? 1 : 0), config: agent.draftConfig };
+  const published = await AgentVersion.findOne({ where: { agentId: agent.id, version: agent.publishedVersion } });
+  if (!published) throw new ServiceError('agent_not_available', 'Agent has no published version.');
+  return { version: published.version, config: published.config };
+}
+
+/** Billing gate: a workspace that cannot spend is refused before anything is recorded or called. */
+async function requireCredits(workspaceId: number): Promise<void> {
+  const workspace = await Workspace.findByPk(workspaceId, { attributes: ['credits'] });
+  if (!workspace || workspace.credits <= 0) throw new ServiceError('usage_blocked', 'The workspace has no credits left; add credits to run agents.');
+}
+
+function respond(ctx: Ctx, outcome: RunOutcome): void {
+  ctx.state.runId = outcome.run.id;
+  if (!outcome.error) {
+    ctx.status = 200;
+    ctx.body = outcome.run;
+    return;
+  }
+  const body: ErrorBody = {
+    error: { code: outcome.error.code, message: outcome.error.message, request_id: ctx.state.requestId },
+    id: outcome.run.id,
+    status: outcome.run.status,
+    trace_id: outcome.run.trace_id,
+  };
+  ctx.status = ERROR_TABLE[outcome.error.code].http;
+  ctx.body = body;
+}
+
+/**
+ * The one execution pipeline behind /responses, /agents/{id}/runs and /conversations/{id}/messages.
+ * The body was validated and the caller authenticated and scoped before this runs; here: resolve the
+ * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
+ */
+export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget): Promise<void> {
+  models();
+  const principal = ctx.state.principal!;
+  const workspace = workspaceOf(principal);
+  const agent = await findInWorkspace(Agent, workspace.id, target.agentPublicId, 'agent_not_found');
+  const choice = chooseConfiguration(agent.status, request.options.preview, principal.scopes.has('agent:preview'));
+  const { version, config } = await configurationFor(agent, choice);
+  await requireCredits(workspace.id);
+
+  const runId = mintId('run');
+  const traceId = mintTraceId();
+  ctx.state.runId = runId;
+  ctx.state.traceId = traceId;
+  const input: RunInput = {
+    runId,
+    kind: target.kind,
+    requestId: ctx.state.requestId,
+    traceId,
+    workspace,
+    agent: { id: agent.id, publicId: agent.publicId, version, config },
+    ...(target.conversation && { conversation: { id: target.conversation.id, publicId: target.conversation.publicId, channel: target.conversation.channel } }),
+    ...(request.externalRef && { externalRef: request.externalRef }),
+    input: request.input,
+    attachments: request.attachments,
+    channel: request.channel,
+    ...(request.locale && { locale: request.locale }),
+    metadata: request.metadata,
+    requestContext: request.requestContext,
+    options: request.options,
+    acceptedAt: Date.now(),
+  };
+  const client = await temporal();
+  const handle = await client.workflow.start<typeof agentRun>('agentRun', {
+    taskQueue: 'agent-runs',
+    workflowId: runId,
+    args: [input],
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.workspaceId, value: workspace.publicId },
+      { key: SEARCH_ATTRIBUTES.agentId, value: agent.publicId },
+      { key: SEARCH_ATTRIBUTES.kind, value: target.kind },
+    ],
+    memo: { request_id: ctx.state.requestId, trace_id: traceId },
+  });
+  try {
+    respond(ctx, await handle.result());
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
+    throw err;
+  }
+}

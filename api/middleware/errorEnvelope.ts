@@ -1,0 +1,28 @@
+import type { Middleware } from 'koa';
+import { ServiceError } from '../../domain/errors';
+import { logger } from '../../domain/logger';
+import type { AppState } from '../state';
+
+export interface ErrorBody {
+  error: { code: string; message: string; request_id: string };
+  id?: string;
+  status?: string;
+  trace_id?: string;
+}
+
+/** The one place a failure becomes the spec's error object; anything unexpected discloses nothing. */
+export const errorEnvelope: Middleware<AppState> = async (ctx, next) => {
+  try {
+    await next();
+    // An unknown path or method is a capability the service does not have: 501 from the table.
+    if (ctx.status === 404 && ctx.body === undefined) throw new ServiceError('not_implemented', `No endpoint for ${ctx.method} ${ctx.path}.`);
+  } catch (err) {
+    const known = err instanceof ServiceError;
+    if (!known) logger.error({ err, request_id: ctx.state.requestId }, 'unhandled error');
+    const failure = known ? err : new ServiceError('internal_error', 'Internal error.');
+    ctx.status = failure.httpStatus;
+    for (const [name, value] of Object.entries(failure.headers)) ctx.set(name, value);
+    const body: ErrorBody = { error: { code: failure.code, message: failure.message, request_id: ctx.state.requestId } };
+    ctx.body = body;
+  }
+};

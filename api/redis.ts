@@ -1,0 +1,16 @@
+import Redis from 'ioredis';
+import { config } from '../domain/config';
+
+let client: Redis | undefined;
+
+/** The process's Redis connection (rate-limit windows, run event streams). */
+export function redis(): Redis {
+  client ??= new Redis(config().redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
+  return client;
+}
+
+export async function closeRedis(): Promise<void> {
+  const c = client;
+  client = undefined;
+  if (c) await c.quit().catch(() => c.disconnect());
+}

@@ -1,0 +1,32 @@
+import type { Scope } from '../domain/scopes';
+import type { KeyKind } from '../domain/apiKeys';
+import type { ExecutionRequest } from './validation/runtimeInput';
+
+/** Who is calling: resolved from the credential only, never from the body. */
+export interface Principal {
+  keyKey: number;
+  keyId: string;
+  kind: KeyKind;
+  environment: 'live' | 'test';
+  scopes: ReadonlySet<Scope>;
+  workspace: { id: number; publicId: string; tenantRef: string | null; partnerPublicId: string | null } | null;
+  partner: { id: number; publicId: string } | null;
+  expiresAt: number | null;
+}
+
+export interface AppState {
+  requestId: string;
+  traceId?: string;
+  runId?: string;
+  principal?: Principal;
+  rawBody?: Buffer;
+  /** The validated body of an execution request, parsed before authentication. */
+  execution?: ExecutionRequest;
+}
+
+declare module 'koa' {
+  interface Request {
+    /** The parsed JSON body, set by the jsonBody middleware. */
+    body?: unknown;
+  }
+}

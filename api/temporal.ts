@@ -1,0 +1,23 @@
+import { Client, Connection } from '@temporalio/client';
+import { config } from '../domain/config';
+
+let client: Promise<Client> | undefined;
+
+/** The API's one Temporal client; connects on first use. */
+export function temporal(): Promise<Client> {
+  client ??= (async () => {
+    const c = config();
+    const connection = await Connection.connect({ address: c.temporalAddress });
+    return new Client({ connection, namespace: c.temporalNamespace });
+  })().catch((err) => {
+    client = undefined;
+    throw err;
+  });
+  return client;
+}
+
+export async function closeTemporal(): Promise<void> {
+  const pending = client;
+  client = undefined;
+  if (pending) await (await pending.catch(() => undefined))?.connection.close();
+}

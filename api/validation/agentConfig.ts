@@ -1,0 +1,35 @@
+import * as yup from 'yup';
+import type { AgentConfig } from '../../domain/agents';
+
+const toolSchema = yup.lazy((tool: { type?: string } | undefined) =>
+  tool?.type === 'handoff'
+    ? yup.object({ type: yup.string().oneOf(['handoff']).required(), name: yup.string().matches(/^[a-zA-Z0-9_-]{1,64}$/), description: yup.string() }).noUnknown().strict()
+    : yup
+        .object({
+          type: yup.string().oneOf(['http'], 'tool type must be http or handoff').required(),
+          name: yup.string().required().matches(/^[a-zA-Z0-9_-]{1,64}$/, 'tool name must be 1-64 letters, digits, _ or -'),
+          description: yup.string(),
+          parameters: yup.object(),
+          url: yup.string().required().url().matches(/^https:\/\//, 'tool url must be https'),
+        })
+        .noUnknown()
+        .strict(),
+);
+
+/** An agent's configuration: what callers may not send comes only from here. */
+export const agentConfigSchema = yup
+  .object({
+    instructions: yup.string().max(100_000),
+    model: yup.string().max(200),
+    temperature: yup.number().min(0).max(2),
+    tools: yup.array(toolSchema),
+    knowledge: yup.object({ collections: yup.array(yup.string().required()), policy: yup.string().oneOf(['auto', 'none', 'required']) }).noUnknown().strict(),
+    memory: yup.object({ enabled: yup.boolean(), max_messages: yup.number().integer().min(0).max(200) }).noUnknown().strict(),
+    max_output_tokens: yup.number().integer().min(1),
+  })
+  .noUnknown(true, 'agent config has an unknown key: ${unknown}')
+  .strict();
+
+export function parseAgentConfig(value: unknown): AgentConfig {
+  return agentConfigSchema.validateSync(value ?? {}) as AgentConfig;
+}

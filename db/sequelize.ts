@@ -1,0 +1,23 @@
+import { types } from 'pg';
+import { Sequelize } from 'sequelize';
+import { config } from '../domain/config';
+
+// bigint columns (keys, credit balances) stay far below 2^53: read them as numbers, not strings.
+types.setTypeParser(20, (value) => Number(value));
+
+let instance: Sequelize | undefined;
+
+/** The process's one connection pool to the system of record. */
+export function db(): Sequelize {
+  instance ??= new Sequelize(config().databaseUrl, {
+    dialect: 'postgres',
+    logging: false,
+    pool: { max: Number(process.env.DB_POOL_MAX ?? 10), min: 0, idle: 10_000 },
+  });
+  return instance;
+}
+
+export async function closeDb(): Promise<void> {
+  if (instance) await instance.close();
+  instance = undefined;
+}

@@ -1,0 +1,50 @@
+import { ServiceError } from './errors';
+
+export const AGENT_STATUSES = ['active', 'draft', 'paused', 'preview', 'archived'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
+/** Statuses that may execute with the preview option and the agent:preview scope. */
+const PREVIEWABLE: ReadonlySet<AgentStatus> = new Set(['active', 'draft', 'paused', 'preview']);
+
+export interface HttpToolConfig {
+  type: 'http';
+  name: string;
+  description?: string;
+  parameters?: Record<string, unknown>;
+  url: string;
+}
+
+export interface HandoffToolConfig {
+  type: 'handoff';
+  name?: string;
+  description?: string;
+}
+
+export type ToolConfig = HttpToolConfig | HandoffToolConfig;
+
+/** What callers may not send: it comes only from here. */
+export interface AgentConfig {
+  instructions?: string;
+  model?: string;
+  temperature?: number;
+  tools?: ToolConfig[];
+  knowledge?: { collections?: string[]; policy?: 'auto' | 'none' | 'required' };
+  memory?: { enabled?: boolean; max_messages?: number };
+  max_output_tokens?: number;
+}
+
+export type ConfigurationChoice = 'published' | 'draft';
+
+/**
+ * Which configuration a run may use, or why it may not run. Without agent:preview a preview
+ * request is indistinguishable from a missing agent, so the existence of a draft is not confirmed.
+ */
+export function chooseConfiguration(status: AgentStatus, preview: boolean, canPreview: boolean): ConfigurationChoice {
+  if (preview) {
+    if (!canPreview) throw new ServiceError('agent_not_found', 'No such agent.');
+    if (PREVIEWABLE.has(status)) return 'draft';
+    throw new ServiceError('agent_not_available', `Agent is ${status} and cannot run.`);
+  }
+  if (status === 'active') return 'published';
+  throw new ServiceError('agent_not_available', `Agent is ${status}; it runs only with the preview option.`);
+}

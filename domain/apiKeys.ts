@@ -1,0 +1,19 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+export type KeyKind = 'workspace' | 'partner';
+
+const PREFIX: Record<KeyKind, string> = { workspace: 'tgcc_', partner: 'tgpk_' };
+
+/** 32 random bytes, base64url: 256 bits of entropy behind the family prefix. */
+export function generateApiKey(kind: KeyKind): string {
+  return PREFIX[kind] + randomBytes(32).toString('base64url');
+}
+
+/** Keys are stored only as this digest; a high-entropy secret needs no slow hash. */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function looksLikeApiKey(value: string): boolean {
+  return value.startsWith(PREFIX.workspace) || value.startsWith(PREFIX.partner);
+}

@@ -1,0 +1,72 @@
+/** The operator contract's environment variables (DESIGN.md §3), read once with their defaults. */
+function int(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}
+
+function str(name: string, fallback: string): string {
+  const raw = process.env[name];
+  return raw === undefined || raw === '' ? fallback : raw;
+}
+
+export interface Config {
+  port: number;
+  databaseUrl: string;
+  redisUrl: string;
+  temporalAddress: string;
+  temporalNamespace: string;
+  modelProvider: 'local' | 'openai';
+  modelBaseUrl: string | undefined;
+  modelApiKey: string;
+  signingSecret: string;
+  publicBaseUrl: string;
+  sseKeepaliveMs: number;
+  rateLimits: { credential: number; tenant: number; tenantEndpoint: number; agent: number; principal: number };
+  webhookAllowPrivateTargets: boolean;
+  mcpAllowedOrigins: string[];
+  logLevel: string;
+}
+
+export function loadConfig(): Config {
+  const provider = str('MODEL_PROVIDER', 'local');
+  if (provider !== 'local' && provider !== 'openai') throw new Error(`MODEL_PROVIDER must be local or openai, got "${provider}"`);
+  const port = int('PORT', 8080);
+  return {
+    port,
+    databaseUrl: str('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/agent_execution'),
+    redisUrl: str('REDIS_URL', 'redis://127.0.0.1:6379'),
+    temporalAddress: str('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
+    temporalNamespace: str('TEMPORAL_NAMESPACE', 'default'),
+    modelProvider: provider,
+    modelBaseUrl: process.env.MODEL_BASE_URL || undefined,
+    modelApiKey: str('MODEL_API_KEY', 'unset'),
+    signingSecret: str('SIGNING_SECRET', 'dev-signing-secret-change-me'),
+    publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`),
+    sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15000),
+    rateLimits: {
+      credential: int('RATE_LIMIT_CREDENTIAL', 900),
+      tenant: int('RATE_LIMIT_TENANT', 300),
+      tenantEndpoint: int('RATE_LIMIT_TENANT_ENDPOINT', 300),
+      agent: int('RATE_LIMIT_AGENT', 300),
+      principal: int('RATE_LIMIT_PRINCIPAL', 60),
+    },
+    webhookAllowPrivateTargets: ['1', 'true', 'yes', 'on'].includes(str('WEBHOOK_ALLOW_PRIVATE_TARGETS', '').toLowerCase()),
+    mcpAllowedOrigins: str('MCP_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
+    logLevel: str('LOG_LEVEL', 'info'),
+  };
+}
+
+let cached: Config | undefined;
+
+/** Process-wide configuration; tests that change the environment call resetConfig(). */
+export function config(): Config {
+  cached ??= loadConfig();
+  return cached;
+}
+
+export function resetConfig(): void {
+  cached = undefined;
+}

@@ -1,0 +1,54 @@
+/**
+ * The one table of error codes: every failure the service reports is one of these, with the HTTP
+ * status it answers and the status a run ends in when the failure ends a run that had started.
+ */
+export const ERROR_TABLE = {
+  agent_not_available: { http: 409, runStatus: 'failed' },
+  agent_not_found: { http: 404, runStatus: 'failed' },
+  authentication_error: { http: 401, runStatus: 'failed' },
+  conversation_not_found: { http: 404, runStatus: 'failed' },
+  idempotency_conflict: { http: 409, runStatus: 'failed' },
+  internal_error: { http: 500, runStatus: 'failed' },
+  invalid_context: { http: 403, runStatus: 'failed' },
+  invalid_request: { http: 400, runStatus: 'failed' },
+  knowledge_unavailable: { http: 503, runStatus: 'failed' },
+  not_implemented: { http: 501, runStatus: 'failed' },
+  permission_denied: { http: 403, runStatus: 'failed' },
+  provider_unavailable: { http: 502, runStatus: 'failed' },
+  rate_limited: { http: 429, runStatus: 'blocked' },
+  run_not_found: { http: 404, runStatus: 'failed' },
+  structured_output_failed: { http: 422, runStatus: 'failed' },
+  tool_execution_failed: { http: 502, runStatus: 'failed' },
+  usage_blocked: { http: 402, runStatus: 'blocked' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_TABLE;
+export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'blocked';
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_TABLE, value);
+}
+
+/** A failure the caller is told about: thrown anywhere, turned into the envelope in one place. */
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  /** Response headers that belong to this failure (for example Retry-After). */
+  readonly headers: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'ServiceError';
+    this.code = code;
+    this.headers = headers;
+  }
+
+  get httpStatus(): number {
+    return ERROR_TABLE[this.code].http;
+  }
+
+  get runStatus(): RunStatus {
+    return ERROR_TABLE[this.code].runStatus;
+  }
+}
+
+export const invalidRequest = (message: string) => new ServiceError('invalid_request', message);

@@ -1,0 +1,103 @@
+import type { AgentConfig } from './agents';
+import type { ErrorCode, RunStatus } from './errors';
+
+export type RunKind = 'response' | 'agent_run' | 'message';
+
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  cached_tokens: number;
+}
+
+export const ZERO_USAGE: Usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_tokens: 0 };
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    input_tokens: a.input_tokens + b.input_tokens,
+    output_tokens: a.output_tokens + b.output_tokens,
+    total_tokens: a.total_tokens + b.total_tokens,
+    cached_tokens: a.cached_tokens + b.cached_tokens,
+  };
+}
+
+export type OutputItem =
+  | { type: 'text'; text: string }
+  | { type: 'json'; json: unknown; text?: string }
+  | { type: 'handoff'; text: string; reason?: string };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; name?: string; schema: Record<string, unknown>; strict: true };
+
+export interface RunOptions {
+  knowledgePolicy: 'auto' | 'none' | 'required';
+  memoryPolicy: 'auto' | 'none';
+  toolPolicy: 'auto' | 'none' | 'required';
+  preview: boolean;
+  stream: boolean;
+  timeoutMs: number;
+  responseFormat: ResponseFormat;
+}
+
+export interface Attachment {
+  ref: string;
+  mime_type?: string;
+  name?: string;
+  type?: 'file' | 'image' | 'audio' | 'video' | 'document';
+}
+
+/** Everything a run needs, fixed by the API before the workflow starts. */
+export interface RunInput {
+  runId: string;
+  kind: RunKind;
+  requestId: string;
+  traceId: string;
+  workspace: { id: number; publicId: string; tenantRef: string | null; partnerPublicId: string | null };
+  agent: { id: number; publicId: string; version: number; config: AgentConfig };
+  /** Conversation the run belongs to, when it already exists (posting a message). */
+  conversation?: { id: number; publicId: string; channel: string };
+  /** agent runs resolve or open their conversation by this reference. */
+  externalRef?: string;
+  input: string | Record<string, unknown>;
+  attachments: Attachment[];
+  channel: string;
+  locale?: string;
+  metadata: Record<string, unknown>;
+  requestContext: Record<string, unknown>;
+  options: RunOptions;
+  /** Milliseconds since epoch when the API accepted the request, for the run's latency. */
+  acceptedAt: number;
+}
+
+export interface RunResponse {
+  id: string;
+  status: RunStatus;
+  agent: string;
+  agent_version: number;
+  conversation?: string;
+  output: OutputItem[];
+  usage: Usage;
+  metadata: Record<string, unknown>;
+  request_id: string;
+  trace_id: string;
+}
+
+/** How a run ended: the response object, and the error when it did not complete. */
+export interface RunOutcome {
+  run: RunResponse;
+  error?: { code: ErrorCode; message: string };
+}
+
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'blocked']);
+
+/** The ledger line a run bills to: its channel, or the conversation's when it stated none. */
+export function ledgerLine(channel: string, conversationChannel: string | undefined): string {
+  return channel || conversationChannel || 'api';
+}
+
+/** One credit per token: the service's unit of usage. */
+export function creditsFor(usage: Usage): number {
+  return usage.total_tokens;
+}

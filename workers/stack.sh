@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The whole stack on one machine: Temporal dev server (with its Web UI), one worker and the API.
+# Installs what is missing, creates and migrates the database, and stops everything it started on
+# Ctrl-C. Safe to run again: installs are skipped, the database and Temporal's SQLite file are kept.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash workers/services.sh
+bash workers/setup.sh --build
+mkdir -p .data
+
+export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
+export PORT="${PORT:-8080}"
+export MODEL_PROVIDER="${MODEL_PROVIDER:-local}"
+UI_PORT="${TEMPORAL_UI_PORT:-8233}"
+
+pids=()
+stop() {
+  trap - EXIT INT TERM
+  [ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap stop EXIT INT TERM
+
+reachable() { (exec 3<>"/dev/tcp/${1%:*}/${1##*:}") 2>/dev/null; }
+
+if reachable "$TEMPORAL_ADDRESS"; then
+  echo "stack: using the Temporal server already at $TEMPORAL_ADDRESS" >&2
+else
+  echo "stack: starting the Temporal dev server (state in .data/temporal.db)" >&2
+  .tools/bin/temporal server start-dev \
+    --ip 127.0.0.1 --port "${TEMPORAL_ADDRESS##*:}" --ui-port "$UI_PORT" \
+    --db-filename .data/temporal.db --log-level warn \
+    --search-attribute WorkspaceId=Keyword --search-attribute AgentId=Keyword --search-attribute Kind=Keyword \
+    >.data/temporal.log 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 150); do reachable "$TEMPORAL_ADDRESS" && break; sleep 0.2; done
+  reachable "$TEMPORAL_ADDRESS" || { echo "stack: Temporal did not start; see .data/temporal.log" >&2; exit 1; }
+fi
+
+node dist/db/migrate.js >/dev/null
+node dist/workers/main.js &
+pids+=($!)
+node dist/api/server.js &
+pids+=($!)
+
+for _ in $(seq 1 100); do reachable "127.0.0.1:$PORT" && break; sleep 0.1; done
+cat >&2 <<MSG
+
+  API          http://127.0.0.1:$PORT   (health: /healthz, readiness: /readyz)
+  Temporal UI  http://127.0.0.1:$UI_PORT
+  Admin CLI    npm run admin -- workspace create --name demo --credits 100000
+
+  Ctrl-C stops everything this command started.
+MSG
+wait -n "${pids[@]}"

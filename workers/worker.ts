@@ -1,0 +1,49 @@
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import * as activities from '../activities';
+import { config } from '../domain/config';
+import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
+
+export interface RunningWorkers {
+  workers: Worker[];
+  /** Resolves when every worker has stopped (after shutdown() or a fatal error). */
+  done: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+let bundle: Promise<WorkflowBundle> | undefined;
+
+/** One webpack bundle of the workflow code, shared by every worker in the process. */
+function workflowBundle(): Promise<WorkflowBundle> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: undefined });
+  return bundle;
+}
+
+export function parseQueues(argv: string[]): TaskQueue[] {
+  const at = argv.indexOf('--queues');
+  if (at === -1) return [...TASK_QUEUES];
+  const names = (argv[at + 1] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !(TASK_QUEUES as readonly string[]).includes(n));
+  if (names.length === 0 || unknown.length) throw new Error(`--queues takes a comma-separated subset of ${TASK_QUEUES.join(',')}; got "${argv[at + 1] ?? ''}"`);
+  return names as TaskQueue[];
+}
+
+/** Starts one worker per task queue on one connection; each polls its queue until shut down. */
+export async function startWorkers(queues: TaskQueue[]): Promise<RunningWorkers> {
+  const c = config();
+  const connection = await NativeConnection.connect({ address: c.temporalAddress });
+  const workflowBundleCode = await workflowBundle();
+  const workers = await Promise.all(
+    queues.map((taskQueue) =>
+      Worker.create({ connection, namespace: c.temporalNamespace, taskQueue, workflowBundle: workflowBundleCode, activities }),
+    ),
+  );
+  const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
+  return {
+    workers,
+    done,
+    async shutdown() {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await done;
+    },
+  };
+}

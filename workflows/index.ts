@@ -1,0 +1,1 @@
+export { agentRun } from './agentRun';
