@@ -1,6 +1,7 @@
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundle } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
 import * as activities from '../activities';
 import { config } from '../domain/config';
+import { logger } from '../domain/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 
 export interface RunningWorkers {
@@ -11,10 +12,24 @@ export interface RunningWorkers {
 }
 
 let bundle: Promise<WorkflowBundle> | undefined;
+let runtimeInstalled = false;
+
+const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+
+/** Routes the SDK's own log lines into the service's JSON logs, at warning level and above. */
+function installRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({
+    logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message)),
+  });
+}
+
+const quiet = new DefaultLogger('WARN', (entry) => logger.warn({ sdk: 'temporal-bundler' }, entry.message));
 
 /** One webpack bundle of the workflow code, shared by every worker in the process. */
 function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: undefined });
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quiet });
   return bundle;
 }
 
@@ -29,6 +44,7 @@ export function parseQueues(argv: string[]): TaskQueue[] {
 
 /** Starts one worker per task queue on one connection; each polls its queue until shut down. */
 export async function startWorkers(queues: TaskQueue[]): Promise<RunningWorkers> {
+  installRuntime();
   const c = config();
   const connection = await NativeConnection.connect({ address: c.temporalAddress });
   const workflowBundleCode = await workflowBundle();

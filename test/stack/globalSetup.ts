@@ -1,0 +1,32 @@
+import { randomBytes } from 'node:crypto';
+import { startTemporal } from './temporalServer';
+import { StubProvider } from './stubProvider';
+import type { StackHandles } from './globalTeardown';
+
+/**
+ * The real stack for the whole test run: an in-memory Temporal dev server, a fresh PostgreSQL
+ * database with every migration, the stub provider, and one worker polling every task queue.
+ * Test files inherit the environment set here and start their own in-process API.
+ */
+export default async function globalSetup(): Promise<void> {
+  const temporal = await startTemporal();
+  const stub = new StubProvider();
+  const stubUrl = await stub.start();
+  const database = `aes_test_${randomBytes(4).toString('hex')}`;
+  Object.assign(process.env, {
+    TEMPORAL_ADDRESS: temporal.address,
+    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
+    MODEL_PROVIDER: 'openai',
+    MODEL_BASE_URL: `${stubUrl}/v1`,
+    MODEL_API_KEY: 'stub-key',
+    STUB_URL: stubUrl,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  });
+  // Imported only now, so the modules read the environment above.
+  const { migrate } = await import('../../db/migrate');
+  await migrate();
+  const { startWorkers } = await import('../../workers/worker');
+  const workers = await startWorkers(['agent-runs', 'background', 'webhooks']);
+  const handles: StackHandles = { temporal: temporal.process, stub, workers, database };
+  (globalThis as { __stack?: StackHandles }).__stack = handles;
+}

@@ -1,0 +1,29 @@
+import type { ChildProcess } from 'node:child_process';
+import { Client } from 'pg';
+import type { RunningWorkers } from '../../workers/worker';
+import type { StubProvider } from './stubProvider';
+
+export interface StackHandles {
+  temporal: ChildProcess;
+  stub: StubProvider;
+  workers: RunningWorkers;
+  database: string;
+}
+
+export default async function globalTeardown(): Promise<void> {
+  const stack = (globalThis as { __stack?: StackHandles }).__stack;
+  if (!stack) return;
+  await stack.workers.shutdown();
+  const { closeDb } = await import('../../db/sequelize');
+  await closeDb();
+  await stack.stub.stop();
+  const exited = new Promise((resolve) => stack.temporal.once('exit', resolve));
+  stack.temporal.kill('SIGTERM');
+  const force = setTimeout(() => stack.temporal.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(force);
+  const admin = new Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${stack.database}" WITH (FORCE)`);
+  await admin.end();
+}

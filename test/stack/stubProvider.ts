@@ -1,0 +1,144 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A stub OpenAI-compatible Chat Completions server whose replies each test scripts. Scripts are
+ * keyed by the request's `model`, so parallel test files never read each other's replies: each test
+ * gives its agent a model name of its own.
+ */
+export interface StubReply {
+  /** Reply text; streamed as one chunk per element of `chunks` when given. */
+  text?: string;
+  chunks?: string[];
+  toolCalls?: { name: string; arguments: string }[];
+  /** Answer with this HTTP status and an OpenAI-style error body instead. */
+  status?: number;
+  /** Wait before answering, and between streamed chunks. */
+  delayMs?: number;
+  chunkDelayMs?: number;
+  usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+}
+
+export interface RecordedRequest {
+  body: Record<string, unknown>;
+  /** True when the client went away before the reply finished. */
+  aborted: boolean;
+}
+
+interface Script {
+  replies: StubReply[];
+  requests: RecordedRequest[];
+}
+
+const DEFAULT_REPLY: StubReply = { text: 'stub reply' };
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function usageOf(reply: StubReply) {
+  const u = reply.usage ?? { prompt_tokens: 10, completion_tokens: 5 };
+  return {
+    prompt_tokens: u.prompt_tokens,
+    completion_tokens: u.completion_tokens,
+    total_tokens: u.prompt_tokens + u.completion_tokens,
+    prompt_tokens_details: { cached_tokens: u.cached_tokens ?? 0 },
+  };
+}
+
+function toolCallsOf(reply: StubReply) {
+  return (reply.toolCalls ?? []).map((c, index) => ({ index, id: `call_${index}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+}
+
+export class StubProvider {
+  private readonly scripts = new Map<string, Script>();
+  private server: Server | undefined;
+  url = '';
+
+  private script(model: string): Script {
+    let script = this.scripts.get(model);
+    if (!script) {
+      script = { replies: [], requests: [] };
+      this.scripts.set(model, script);
+    }
+    return script;
+  }
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      this.handle(req, res).catch((err) => {
+        if (!res.headersSent) res.writeHead(500);
+        res.end(String(err));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://stub');
+    if (req.method === 'POST' && url.pathname === '/_stub/script') {
+      const { model, replies } = (await readJson(req)) as { model: string; replies: StubReply[] };
+      this.scripts.set(model, { replies: [...replies], requests: [] });
+      res.writeHead(204).end();
+      return;
+    }
+    if (req.method === 'GET' && url.pathname === '/_stub/requests') {
+      const script = this.scripts.get(url.searchParams.get('model') ?? '');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(script?.requests ?? []));
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/v1/chat/completions') {
+      await this.complete(req, res);
+      return;
+    }
+    res.writeHead(404).end();
+  }
+
+  private async complete(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const body = await readJson(req);
+    const script = this.script(String(body.model));
+    const recorded: RecordedRequest = { body, aborted: false };
+    script.requests.push(recorded);
+    res.on('close', () => {
+      if (!res.writableFinished) recorded.aborted = true;
+    });
+    const reply = script.replies.shift() ?? DEFAULT_REPLY;
+    if (reply.delayMs) await sleep(reply.delayMs);
+    if (reply.status) {
+      res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `stub status ${reply.status}`, type: 'server_error' } }));
+      return;
+    }
+    const text = reply.text ?? (reply.chunks ? reply.chunks.join('') : '');
+    const base = { id: 'chatcmpl-stub', created: Math.floor(Date.now() / 1000), model: String(body.model) };
+    if (!body.stream) {
+      const message = { role: 'assistant', content: reply.toolCalls ? null : text, ...(reply.toolCalls && { tool_calls: toolCallsOf(reply) }) };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: reply.toolCalls ? 'tool_calls' : 'stop' }], usage: usageOf(reply) }),
+      );
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const send = (payload: unknown) => res.write(`data: ${JSON.stringify(payload)}\n\n`);
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+    for (const piece of reply.chunks ?? (text ? [text] : [])) {
+      if (res.destroyed) return;
+      send(chunk({ content: piece }));
+      if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+    }
+    if (reply.toolCalls) send(chunk({ tool_calls: toolCallsOf(reply) }));
+    send(chunk({}, reply.toolCalls ? 'tool_calls' : 'stop'));
+    send({ ...base, object: 'chat.completion.chunk', choices: [], usage: usageOf(reply) });
+    res.end('data: [DONE]\n\n');
+  }
+}

@@ -1,0 +1,79 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { createApp } from '../../api/app';
+import * as admin from '../../api/admin/commands';
+import type { StubReply, RecordedRequest } from '../stack/stubProvider';
+
+/** An in-process API on a free port, against the stack globalSetup started. */
+export async function startApi(): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = await new Promise((resolve) => {
+    const s = createApp().listen(0, '127.0.0.1', () => resolve(s));
+  });
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Closes every pool this test file opened, so jest can exit cleanly. */
+export async function closeAll(): Promise<void> {
+  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../api/redis'), import('../../api/temporal')]);
+  await Promise.all([closeDb(), closeRedis(), closeTemporal()]);
+}
+
+export async function scriptModel(model: string, replies: StubReply[]): Promise<void> {
+  const res = await fetch(`${process.env.STUB_URL}/_stub/script`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, replies }) });
+  if (res.status !== 204) throw new Error(`stub script failed: ${res.status}`);
+}
+
+export async function providerRequests(model: string): Promise<RecordedRequest[]> {
+  const res = await fetch(`${process.env.STUB_URL}/_stub/requests?model=${encodeURIComponent(model)}`);
+  return (await res.json()) as RecordedRequest[];
+}
+
+export interface Tenant {
+  workspace: string;
+  key: string;
+  agent: string;
+  /** The stub model name this tenant's agent uses: script it with scriptModel(). */
+  model: string;
+}
+
+/** A workspace with credits, a key with the given scopes and an active agent on a model of its own. */
+export async function tenant(options: { scopes?: string[]; credits?: number; agentStatus?: string; config?: Record<string, unknown> } = {}): Promise<Tenant> {
+  const model = `stub-${randomUUID()}`;
+  const ws = await admin.createWorkspace({ name: 'test', credits: options.credits ?? 1_000_000 });
+  const key = await admin.createWorkspaceKey({ workspace: ws.id, scopes: (options.scopes ?? ['responses:create']).join(',') });
+  const agent = await admin.createAgent({ workspace: ws.id, name: 'agent', status: options.agentStatus ?? 'active', config: { model, ...options.config } });
+  return { workspace: ws.id, key: key.key, agent: agent.id, model };
+}
+
+export interface Answer {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+/** One JSON request to the API under test. */
+export async function call(url: string, method: string, path: string, options: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  let payload: string | undefined = options.raw;
+  if (options.body !== undefined) payload = JSON.stringify(options.body);
+  if (payload !== undefined) headers['content-type'] ??= 'application/json';
+  const res = await fetch(url + path, { method, headers, body: payload });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = undefined;
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
