@@ -4,6 +4,7 @@ import { errorEnvelope } from './middleware/errorEnvelope';
 import { jsonBody } from './middleware/jsonBody';
 import { requestContext } from './middleware/requestContext';
 import { healthRoutes } from './routes/health';
+import { logsRoutes } from './routes/logs';
 import { responsesRoutes } from './routes/responses';
 import type { AppState } from './state';
 
@@ -14,6 +15,7 @@ export function createApp(): Koa<AppState> {
   const router = new Router<AppState>();
   healthRoutes(router);
   responsesRoutes(router);
+  logsRoutes(router);
   app.use(requestContext);
   app.use(errorEnvelope);
   app.use(jsonBody);
