@@ -1,10 +1,11 @@
 import { QueryTypes, type Transaction } from 'sequelize';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
-import { creditsFor, ledgerLine, type OutputItem, type RunInput, type RunOutcome, type RunResponse, type Usage } from '../domain/runs';
+import { creditsFor, ledgerLine, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse, type Usage } from '../domain/runs';
 import { Conversation, LedgerLine, Message, models, Run, RunLog } from '../db/models';
 import { db } from '../db/sequelize';
-import { recordEvent, type Correlation } from './outbox';
+import { openConversation } from '../db/conversations';
+import { recordEvent, type Correlation } from '../db/outbox';
 
 export interface BegunRun {
   runKey: number;
@@ -15,25 +16,6 @@ export interface BegunRun {
 
 function correlation(input: RunInput): Correlation {
   return { requestId: input.requestId, traceId: input.traceId };
-}
-
-async function openConversation(input: RunInput, t: Transaction): Promise<{ conversation: Conversation; created: boolean }> {
-  if (input.conversation) {
-    return { conversation: (await Conversation.findByPk(input.conversation.id, { transaction: t }))!, created: false };
-  }
-  const fields = { workspaceId: input.workspace.id, agentId: input.agent.id, channel: input.channel, internal: input.kind === 'response' };
-  if (input.externalRef) {
-    // The unique (workspace, external_ref) index makes concurrent resolutions agree on one row.
-    const [row] = await db().query<{ id: number; inserted: boolean }>(
-      `INSERT INTO conversations (public_id, workspace_id, agent_id, channel, external_ref, internal)
-       VALUES (:publicId, :workspaceId, :agentId, :channel, :externalRef, false)
-       ON CONFLICT (workspace_id, external_ref) DO UPDATE SET external_ref = EXCLUDED.external_ref
-       RETURNING id, (xmax = 0) AS inserted`,
-      { replacements: { ...fields, publicId: mintId('conversation'), externalRef: input.externalRef }, type: QueryTypes.SELECT, transaction: t },
-    );
-    return { conversation: (await Conversation.findByPk(row.id, { transaction: t }))!, created: row.inserted };
-  }
-  return { conversation: await Conversation.create({ ...fields, publicId: mintId('conversation') }, { transaction: t }), created: true };
 }
 
 /**
@@ -48,7 +30,10 @@ export async function beginRun(input: RunInput): Promise<BegunRun> {
       const conversation = (await Conversation.findByPk(existing.conversationId!, { transaction: t }))!;
       return begun(existing.id, conversation);
     }
-    const { conversation, created } = await openConversation(input, t);
+    const events = correlation(input);
+    const { conversation } = input.conversation
+      ? { conversation: (await Conversation.findByPk(input.conversation.id, { transaction: t }))! }
+      : await openConversation(t, { workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: input.kind === 'response' }, events);
     const run = await Run.create(
       {
         publicId: input.runId,
@@ -62,14 +47,11 @@ export async function beginRun(input: RunInput): Promise<BegunRun> {
         requestId: input.requestId,
         traceId: input.traceId,
         metadata: input.metadata,
+        resourceId: input.resourceId ?? null,
         startedAt: new Date(),
       },
       { transaction: t },
     );
-    const events = correlation(input);
-    if (created && !conversation.internal) {
-      await recordEvent(t, input.workspace, 'conversation.created', { id: conversation.publicId, agent: input.agent.publicId, channel: conversation.channel, external_ref: conversation.externalRef }, events);
-    }
     if (input.kind !== 'response') {
       const message = await Message.create({ publicId: mintId('message'), conversationId: conversation.id, runId: run.id, role: 'user', content: input.input }, { transaction: t });
       await recordEvent(t, input.workspace, 'message.received', { id: message.publicId, conversation: conversation.publicId, role: 'user' }, events);
@@ -100,18 +82,18 @@ export interface Settlement {
 }
 
 export function runResponse(input: RunInput, begun: BegunRun, fields: { status: RunStatus; output: OutputItem[]; usage: Usage }): RunResponse {
-  return {
+  return toRunResponse({
     id: input.runId,
     status: fields.status,
     agent: input.agent.publicId,
-    agent_version: input.agent.version,
-    ...(input.kind !== 'response' && begun.conversationPublicId && { conversation: begun.conversationPublicId }),
+    agentVersion: input.agent.version,
+    conversation: begun.conversationPublicId,
     output: fields.output,
     usage: fields.usage,
     metadata: input.metadata,
-    request_id: input.requestId,
-    trace_id: input.traceId,
-  };
+    requestId: input.requestId,
+    traceId: input.traceId,
+  });
 }
 
 /**

@@ -3,9 +3,12 @@ import Router from '@koa/router';
 import { errorEnvelope } from './middleware/errorEnvelope';
 import { jsonBody } from './middleware/jsonBody';
 import { requestContext } from './middleware/requestContext';
+import { agentRunsRoutes } from './routes/agentRuns';
+import { conversationsRoutes } from './routes/conversations';
 import { healthRoutes } from './routes/health';
 import { logsRoutes } from './routes/logs';
 import { responsesRoutes } from './routes/responses';
+import { runsRoutes } from './routes/runs';
 import type { AppState } from './state';
 
 /** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */
@@ -15,6 +18,9 @@ export function createApp(): Koa<AppState> {
   const router = new Router<AppState>();
   healthRoutes(router);
   responsesRoutes(router);
+  agentRunsRoutes(router);
+  conversationsRoutes(router);
+  runsRoutes(router);
   logsRoutes(router);
   app.use(requestContext);
   app.use(errorEnvelope);

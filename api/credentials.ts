@@ -94,6 +94,8 @@ export function forgetCredentials(): void {
   cache.clear();
 }
 
-export function requireScope(principal: Principal, scope: Scope): void {
-  if (!principal.scopes.has(scope)) throw new ServiceError('permission_denied', `This credential lacks the required scope "${scope}".`);
+export function requireScope(principal: Principal, accepted: readonly Scope[]): void {
+  if (accepted.some((s) => principal.scopes.has(s))) return;
+  const named = accepted.map((s) => `"${s}"`).join(' or ');
+  throw new ServiceError('permission_denied', `This credential lacks the required scope ${named}.`);
 }

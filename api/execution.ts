@@ -2,9 +2,9 @@ import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
 import { chooseConfiguration } from '../domain/agents';
 import { ERROR_TABLE, ServiceError } from '../domain/errors';
-import { mintId, mintTraceId } from '../domain/ids';
+import { hasPrefix, mintId, mintTraceId } from '../domain/ids';
 import type { RunInput, RunKind, RunOutcome } from '../domain/runs';
-import { Agent, AgentVersion, models, Workspace, type Conversation } from '../db/models';
+import { Agent, AgentVersion, Document, KnowledgeCollection, models, Workspace, type Conversation } from '../db/models';
 import type { agentRun } from '../workflows/agentRun';
 import { SEARCH_ATTRIBUTES } from '../workflows/registry';
 import { workspaceOf } from './middleware/auth';
@@ -36,6 +36,19 @@ async function requireCredits(workspaceId: number): Promise<void> {
   if (!workspace || workspace.credits <= 0) throw new ServiceError('usage_blocked', 'The workspace has no credits left; add credits to run agents.');
 }
 
+/**
+ * request_context.resource_id narrows the run to one document or knowledge collection of the
+ * workspace. A resource the caller cannot reach is refused, never silently narrowed to nothing.
+ */
+async function requireReachable(workspaceId: number, resourceId: unknown): Promise<string | undefined> {
+  if (resourceId === undefined) return undefined;
+  const id = String(resourceId);
+  const model = hasPrefix('document', id) ? Document : hasPrefix('collection', id) ? KnowledgeCollection : undefined;
+  const found = model && (await (model as typeof Document).findOne({ where: { publicId: id, workspaceId }, attributes: ['id'] }));
+  if (!found) throw new ServiceError('invalid_context', 'request_context.resource_id names a resource this credential cannot reach.');
+  return id;
+}
+
 function respond(ctx: Ctx, outcome: RunOutcome): void {
   ctx.state.runId = outcome.run.id;
   if (!outcome.error) {
@@ -65,6 +78,7 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
   const agent = await findInWorkspace(Agent, workspace.id, target.agentPublicId, 'agent_not_found');
   const choice = chooseConfiguration(agent.status, request.options.preview, principal.scopes.has('agent:preview'));
   const { version, config } = await configurationFor(agent, choice);
+  const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id);
   await requireCredits(workspace.id);
 
   const runId = mintId('run');
@@ -86,6 +100,7 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     ...(request.locale && { locale: request.locale }),
     metadata: request.metadata,
     requestContext: request.requestContext,
+    ...(resourceId && { resourceId }),
     options: request.options,
     acceptedAt: Date.now(),
   };

@@ -1,5 +1,6 @@
 import type { Scope } from '../domain/scopes';
 import type { KeyKind } from '../domain/apiKeys';
+import type { CreateConversation } from './validation/conversation';
 import type { ExecutionRequest } from './validation/runtimeInput';
 
 /** Who is calling: resolved from the credential only, never from the body. */
@@ -22,6 +23,8 @@ export interface AppState {
   rawBody?: Buffer;
   /** The validated body of an execution request, parsed before authentication. */
   execution?: ExecutionRequest;
+  conversationRequest?: CreateConversation;
+  messagePage?: { after?: string; limit?: number };
 }
 
 declare module 'koa' {

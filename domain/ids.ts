@@ -22,6 +22,7 @@ export const ID_PREFIX = {
   agent: 'agt_',
   key: 'key_',
   log: 'log_',
+  collection: 'col_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

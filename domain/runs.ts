@@ -66,6 +66,8 @@ export interface RunInput {
   locale?: string;
   metadata: Record<string, unknown>;
   requestContext: Record<string, unknown>;
+  /** request_context.resource_id, checked reachable by the API: the run's context is narrowed to it. */
+  resourceId?: string;
   options: RunOptions;
   /** Milliseconds since epoch when the API accepted the request, for the run's latency. */
   acceptedAt: number;
@@ -82,6 +84,33 @@ export interface RunResponse {
   metadata: Record<string, unknown>;
   request_id: string;
   trace_id: string;
+}
+
+/** The run response object; `conversation` only for runs whose conversation is public. */
+export function toRunResponse(f: {
+  id: string;
+  status: RunStatus;
+  agent: string;
+  agentVersion: number;
+  conversation?: string;
+  output: OutputItem[];
+  usage: Usage;
+  metadata: Record<string, unknown>;
+  requestId: string;
+  traceId: string;
+}): RunResponse {
+  return {
+    id: f.id,
+    status: f.status,
+    agent: f.agent,
+    agent_version: f.agentVersion,
+    ...(f.conversation && { conversation: f.conversation }),
+    output: f.output,
+    usage: f.usage,
+    metadata: f.metadata,
+    request_id: f.requestId,
+    trace_id: f.traceId,
+  };
 }
 
 /** How a run ended: the response object, and the error when it did not complete. */

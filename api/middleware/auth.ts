@@ -4,11 +4,14 @@ import type { Scope } from '../../domain/scopes';
 import { authenticate, requireScope } from '../credentials';
 import type { AppState, Principal } from '../state';
 
-/** Authenticates the bearer credential and requires one scope: 401, then 403 naming the scope. */
-export function scope(required: Scope): Middleware<AppState> {
+/**
+ * Authenticates the bearer credential and requires a scope: 401, then 403 naming it. Given several,
+ * any one of them admits (run retrieval serves callers of either execution endpoint).
+ */
+export function scope(...accepted: [Scope, ...Scope[]]): Middleware<AppState> {
   return async (ctx, next) => {
     const principal = await authenticate(ctx.get('Authorization'));
-    requireScope(principal, required);
+    requireScope(principal, accepted);
     ctx.state.principal = principal;
     await next();
   };

@@ -2,6 +2,8 @@ import { db } from '../sequelize';
 import { Agent, AgentVersion } from './agent';
 import { ApiKey } from './apiKey';
 import { Conversation, Message } from './conversation';
+import { Document } from './document';
+import { KnowledgeCollection } from './knowledgeCollection';
 import { LedgerLine } from './ledgerLine';
 import { OutboxEvent } from './outboxEvent';
 import { Partner } from './partner';
@@ -9,7 +11,7 @@ import { Run } from './run';
 import { RunLog } from './runLog';
 import { Workspace } from './workspace';
 
-export { Agent, AgentVersion, ApiKey, Conversation, LedgerLine, Message, OutboxEvent, Partner, Run, RunLog, Workspace };
+export { Agent, AgentVersion, ApiKey, Conversation, Document, KnowledgeCollection, LedgerLine, Message, OutboxEvent, Partner, Run, RunLog, Workspace };
 
 let ready = false;
 
@@ -17,7 +19,7 @@ let ready = false;
 export function models(): void {
   if (ready) return;
   const sequelize = db();
-  for (const model of [Partner, Workspace, ApiKey, Agent, AgentVersion, Conversation, Message, Run, LedgerLine, OutboxEvent, RunLog]) {
+  for (const model of [Partner, Workspace, ApiKey, Agent, AgentVersion, Conversation, Message, Run, LedgerLine, OutboxEvent, RunLog, Document, KnowledgeCollection]) {
     model.setup(sequelize);
   }
   ready = true;

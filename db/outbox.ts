@@ -1,7 +1,7 @@
 import type { Transaction } from 'sequelize';
 import { DEFAULT_WEBHOOK_API_VERSION, type EventType } from '../domain/events';
 import { mintId } from '../domain/ids';
-import { OutboxEvent } from '../db/models';
+import { OutboxEvent } from './models';
 
 export interface Tenant {
   id: number;

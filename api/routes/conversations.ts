@@ -1,0 +1,106 @@
+import Router from '@koa/router';
+import { QueryTypes } from 'sequelize';
+import { ServiceError, invalidRequest } from '../../domain/errors';
+import { Agent, Conversation, models } from '../../db/models';
+import { conversationObject, openConversation } from '../../db/conversations';
+import { db } from '../../db/sequelize';
+import { execute } from '../execution';
+import { scope, workspaceOf } from '../middleware/auth';
+import type { AppState } from '../state';
+import { findInWorkspace, notFound } from '../tenancy';
+import { createConversationSchema, messagePageSchema, validated } from '../validation/conversation';
+import { parseExecutionRequest } from '../validation/runtimeInput';
+
+const DEFAULT_PAGE = 20;
+
+/** Internal conversations (behind stateless /responses) are never reachable by id. */
+async function publicConversation(workspaceId: number, publicId: string): Promise<Conversation> {
+  const conversation = await findInWorkspace(Conversation, workspaceId, publicId, 'conversation_not_found');
+  if (conversation.internal) throw notFound('conversation_not_found');
+  return conversation;
+}
+
+async function agentIdOf(conversation: Conversation): Promise<string | null> {
+  if (conversation.agentId === null) return null;
+  return (await Agent.findByPk(conversation.agentId, { attributes: ['publicId'] }))?.publicId ?? null;
+}
+
+interface MessageRow {
+  id: number;
+  public_id: string;
+  role: string;
+  content: unknown;
+  run: string | null;
+  created_at: Date;
+}
+
+/** Conversations: open or resolve one, read it, post a message (runs its agent), page its messages. */
+export function conversationsRoutes(router: Router<AppState>): void {
+  router.post('/api/v2/conversations', async (ctx, next) => {
+    ctx.state.conversationRequest = validated(createConversationSchema, ctx.request.body);
+    await next();
+  }, scope('conversations:create'), async (ctx) => {
+    models();
+    const body = ctx.state.conversationRequest!;
+    const workspace = workspaceOf(ctx.state.principal);
+    const agent = body.agent ? await findInWorkspace(Agent, workspace.id, body.agent, 'agent_not_found') : null;
+    const { conversation, created } = await db().transaction((t) =>
+      openConversation(t, { workspace, agent, channel: body.channel ?? '', externalRef: body.external_ref }, { requestId: ctx.state.requestId, traceId: '' }),
+    );
+    ctx.status = created ? 201 : 200;
+    ctx.body = conversationObject(conversation, await agentIdOf(conversation));
+  });
+
+  router.get('/api/v2/conversations/:id', scope('conversations:read'), async (ctx) => {
+    models();
+    const conversation = await publicConversation(workspaceOf(ctx.state.principal).id, ctx.params.id);
+    ctx.body = conversationObject(conversation, await agentIdOf(conversation));
+  });
+
+  router.post(
+    '/api/v2/conversations/:id/messages',
+    async (ctx, next) => {
+      ctx.state.execution = parseExecutionRequest(ctx.request.body);
+      await next();
+    },
+    scope('messages:create'),
+    async (ctx) => {
+      models();
+      const request = ctx.state.execution!;
+      const conversation = await publicConversation(workspaceOf(ctx.state.principal).id, ctx.params.id);
+      const agent = await agentIdOf(conversation);
+      if (!agent) throw new ServiceError('agent_not_available', 'This conversation has no assistant.');
+      if (request.agent !== undefined && request.agent !== agent) throw invalidRequest("agent is taken from the conversation; a different agent in the body is refused.");
+      await execute(ctx, request, { kind: 'message', agentPublicId: agent, conversation });
+    },
+  );
+
+  router.get('/api/v2/conversations/:id/messages', async (ctx, next) => {
+    ctx.state.messagePage = validated(messagePageSchema, ctx.query);
+    await next();
+  }, scope('messages:read'), async (ctx) => {
+    models();
+    const page = ctx.state.messagePage!;
+    const conversation = await publicConversation(workspaceOf(ctx.state.principal).id, ctx.params.id);
+    const limit = page.limit ?? DEFAULT_PAGE;
+    const rows = await db().query<MessageRow>(
+      `SELECT m.id, m.public_id, m.role, m.content, r.public_id AS run, m.created_at
+         FROM messages m LEFT JOIN runs r ON r.id = m.run_id
+        WHERE m.conversation_id = :conversation
+          AND (:after::text IS NULL OR m.id > (SELECT id FROM messages WHERE public_id = :after AND conversation_id = :conversation))
+        ORDER BY m.id
+        LIMIT :limit`,
+      { replacements: { conversation: conversation.id, after: page.after ?? null, limit: limit + 1 }, type: QueryTypes.SELECT },
+    );
+    const data = rows.slice(0, limit).map((m) => ({
+      id: m.public_id,
+      object: 'message',
+      conversation: conversation.publicId,
+      role: m.role,
+      content: m.content,
+      run: m.run,
+      created_at: m.created_at.toISOString(),
+    }));
+    ctx.body = { object: 'list', data, next_cursor: rows.length > limit ? data[data.length - 1].id : null };
+  });
+}

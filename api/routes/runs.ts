@@ -1,0 +1,75 @@
+import Router from '@koa/router';
+import { QueryTypes } from 'sequelize';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { RunStatus } from '../../domain/errors';
+import { TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunResponse, type Usage } from '../../domain/runs';
+import { db } from '../../db/sequelize';
+import { scope, workspaceOf } from '../middleware/auth';
+import type { AppState } from '../state';
+import { temporal } from '../temporal';
+import { notFound } from '../tenancy';
+
+interface RunRow {
+  public_id: string;
+  status: RunStatus;
+  agent: string;
+  agent_version: number;
+  conversation: string | null;
+  internal: boolean | null;
+  output: OutputItem[] | null;
+  usage: Usage;
+  metadata: Record<string, unknown>;
+  request_id: string;
+  trace_id: string;
+}
+
+/** The run as recorded, scoped to the caller's workspace: a foreign run is the same 404 as a missing one. */
+async function loadRun(workspaceId: number, publicId: string): Promise<RunResponse> {
+  const [row] = await db().query<RunRow>(
+    `SELECT r.public_id, r.status, a.public_id AS agent, r.agent_version, c.public_id AS conversation, c.internal,
+            r.output, r.usage, r.metadata, r.request_id, r.trace_id
+       FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
+      WHERE r.public_id = :publicId AND r.workspace_id = :workspaceId`,
+    { replacements: { publicId, workspaceId }, type: QueryTypes.SELECT },
+  );
+  if (!row) throw notFound('run_not_found');
+  return toRunResponse({
+    id: row.public_id,
+    status: row.status,
+    agent: row.agent,
+    agentVersion: row.agent_version,
+    conversation: row.internal ? undefined : row.conversation ?? undefined,
+    // Stateless /responses runs keep no copy of the exchange: their output is not retrievable.
+    output: row.output ?? [],
+    usage: row.usage,
+    metadata: row.metadata,
+    requestId: row.request_id,
+    traceId: row.trace_id,
+  });
+}
+
+/** GET /api/v2/runs/{run_id} and POST /api/v2/runs/{run_id}/cancel. */
+export function runsRoutes(router: Router<AppState>): void {
+  const runScope = scope('agents:run', 'responses:create');
+
+  router.get('/api/v2/runs/:run_id', runScope, async (ctx) => {
+    ctx.body = await loadRun(workspaceOf(ctx.state.principal).id, ctx.params.run_id);
+  });
+
+  /** Idempotent: cancelling a finished run changes nothing and answers it as it ended. */
+  router.post('/api/v2/runs/:run_id/cancel', runScope, async (ctx) => {
+    const workspaceId = workspaceOf(ctx.state.principal).id;
+    const run = await loadRun(workspaceId, ctx.params.run_id);
+    if (!TERMINAL_STATUSES.has(run.status)) {
+      const handle = (await temporal()).workflow.getHandle(run.id);
+      try {
+        await handle.cancel();
+        // The workflow settles the run as cancelled; wait for that so the answer shows it.
+        await handle.result().catch(() => undefined);
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+      }
+    }
+    ctx.body = await loadRun(workspaceId, ctx.params.run_id);
+  });
+}
