@@ -20,7 +20,8 @@ export interface StubReply {
 }
 
 export interface RecordedRequest {
-  body: Record<string, unknown>;
+  /** As the provider received it; tests read arbitrary fields of it. */
+  body: Record<string, any>;
   /** True when the client went away before the reply finished. */
   aborted: boolean;
 }

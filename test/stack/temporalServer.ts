@@ -33,13 +33,18 @@ export async function startTemporal(): Promise<{ address: string; process: Child
   const child = spawn(
     TEMPORAL,
     ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--http-port', String(httpPort), '--metrics-port', String(metricsPort), '--log-level', 'error', ...SEARCH_ATTRIBUTE_FLAGS],
-    { stdio: ['ignore', 'ignore', 'inherit'] },
+    { stdio: ['ignore', 'ignore', 'pipe'] },
   );
+  // Its log is read only when it fails to start; at shutdown it complains about closing shards.
+  let log = '';
+  child.stderr!.on('data', (chunk: Buffer) => {
+    log = (log + chunk.toString()).slice(-4000);
+  });
   for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`temporal dev server exited with ${child.exitCode}`);
+    if (child.exitCode !== null) throw new Error(`temporal dev server exited with ${child.exitCode}: ${log}`);
     if (await answers(port)) return { address: `127.0.0.1:${port}`, process: child };
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGKILL');
-  throw new Error('temporal dev server did not start within 30 s');
+  throw new Error(`temporal dev server did not start within 30 s: ${log}`);
 }
