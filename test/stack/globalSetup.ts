@@ -20,7 +20,7 @@ export default async function globalSetup(): Promise<void> {
     MODEL_BASE_URL: `${stubUrl}/v1`,
     MODEL_API_KEY: 'stub-key',
     STUB_URL: stubUrl,
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
   });
   // Imported only now, so the modules read the environment above.
   const { migrate } = await import('../../db/migrate');

@@ -39,7 +39,8 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
   return chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+// Unref'd: a scripted delay must not keep the test run alive after teardown.
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
 function usageOf(reply: StubReply) {
   const u = reply.usage ?? { prompt_tokens: 10, completion_tokens: 5 };

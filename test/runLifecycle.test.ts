@@ -1,0 +1,136 @@
+import { QueryTypes } from 'sequelize';
+import { db } from '../db/sequelize';
+import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer } from './support/stack';
+
+let api: { url: string; close(): Promise<void> };
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(async () => {
+  await api.close();
+  await closeAll();
+});
+
+const SCOPES = ['agents:run'];
+const withoutIds = (a: Answer) => a.text.replace(/req_[0-9a-z]+/g, 'req_X');
+const run = (key: string, agent: string, body: Record<string, unknown>) => call(api.url, 'POST', `/api/v2/agents/${agent}/runs`, { key, body });
+
+async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let i = 0; i < 200; i++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+async function runStatus(id: string): Promise<string> {
+  const [row] = await db().query<{ status: string }>('SELECT status FROM runs WHERE public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
+  return row.status;
+}
+
+describe('run retrieval', () => {
+  it('GET /api/v2/runs/{id} answers the run object as the run answered it', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const res = await run(t.key, t.agent, { input: 'hi', metadata: { k: 'v' } });
+    const got = await call(api.url, 'GET', `/api/v2/runs/${res.body.id}`, { key: t.key });
+    expect(got.status).toBe(200);
+    expect(got.body).toEqual(res.body);
+  });
+
+  it("answers another workspace's run exactly as a missing one", async () => {
+    const mine = await tenant({ scopes: SCOPES });
+    const theirs = await tenant({ scopes: SCOPES });
+    const foreign = (await run(theirs.key, theirs.agent, { input: 'hi' })).body.id;
+    const missing = 'run_01gggggggggggggggggggggggg';
+    for (const suffix of ['', '/cancel']) {
+      const method = suffix ? 'POST' : 'GET';
+      const a = await call(api.url, method, `/api/v2/runs/${foreign}${suffix}`, { key: mine.key });
+      const b = await call(api.url, method, `/api/v2/runs/${missing}${suffix}`, { key: mine.key });
+      expect(a.status).toBe(404);
+      expect(a.body.error.code).toBe('run_not_found');
+      expect(withoutIds(a)).toBe(withoutIds(b));
+    }
+    expect(await runStatus(foreign)).toBe('completed');
+  });
+});
+
+describe('cancellation', () => {
+  it('cancels a running run: it settles once as cancelled, the provider request is aborted, and cancel is idempotent', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ text: 'too late', delayMs: 20_000 }]);
+    const pending = run(t.key, t.agent, { input: 'slow' });
+    const id = await until(async () => {
+      const [row] = await db().query<{ public_id: string }>(
+        'SELECT r.public_id FROM runs r JOIN agents a ON a.id = r.agent_id WHERE a.public_id = :agent',
+        { replacements: { agent: t.agent }, type: QueryTypes.SELECT },
+      );
+      return row?.public_id;
+    }, 'the run to start');
+    await until(async () => ((await providerRequests(t.model)).length ? true : undefined), 'the provider call');
+
+    const cancelled = await call(api.url, 'POST', `/api/v2/runs/${id}/cancel`, { key: t.key });
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ id, status: 'cancelled' });
+    const original = await pending;
+    expect(original.status).toBe(200);
+    expect(original.body).toMatchObject({ id, status: 'cancelled' });
+
+    await until(async () => ((await providerRequests(t.model))[0].aborted ? true : undefined), 'the provider request to be aborted');
+    const again = await call(api.url, 'POST', `/api/v2/runs/${id}/cancel`, { key: t.key });
+    expect(again.body.status).toBe('cancelled');
+    const [lines] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_lines l JOIN runs r ON r.id = l.run_id WHERE r.public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
+    expect(lines.n).toBe(1);
+  });
+
+  it('cancelling a finished run changes nothing', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const done = await run(t.key, t.agent, { input: 'hi' });
+    const res = await call(api.url, 'POST', `/api/v2/runs/${done.body.id}/cancel`, { key: t.key });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual(done.body);
+  });
+});
+
+describe('provider failures and time limits', () => {
+  it('retries a failing provider by the declared policy, then fails the run with 502 provider_unavailable', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ status: 500 }, { status: 503 }, { status: 500 }, { text: 'never reached' }]);
+    const res = await run(t.key, t.agent, { input: 'hi' });
+    expect(res.status).toBe(502);
+    expect(res.body).toEqual({
+      error: { code: 'provider_unavailable', message: expect.any(String), request_id: res.headers.get('x-request-id') },
+      id: expect.stringMatching(/^run_/),
+      status: 'failed',
+      trace_id: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
+    expect(await providerRequests(t.model)).toHaveLength(3);
+    expect(await runStatus(res.body.id)).toBe('failed');
+  });
+
+  it('recovers when a retry succeeds', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ status: 502 }, { text: 'second time lucky' }]);
+    const res = await run(t.key, t.agent, { input: 'hi' });
+    expect(res.status).toBe(200);
+    expect(res.body.output).toEqual([{ type: 'text', text: 'second time lucky' }]);
+  });
+
+  it('does not retry a provider 4xx', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ status: 400 }, { text: 'never reached' }]);
+    const res = await run(t.key, t.agent, { input: 'hi' });
+    expect(res.status).toBe(502);
+    expect(await providerRequests(t.model)).toHaveLength(1);
+  });
+
+  it('bounds the run by timeout_ms', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ text: 'slow', delayMs: 10_000 }]);
+    const res = await run(t.key, t.agent, { input: 'hi', timeout_ms: 1000 });
+    expect(res.status).toBe(502);
+    expect(res.body.error.code).toBe('provider_unavailable');
+    expect(res.body.error.message).toContain('timeout_ms');
+    expect(await runStatus(res.body.id)).toBe('failed');
+  });
+});
