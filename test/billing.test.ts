@@ -1,0 +1,116 @@
+import { QueryTypes } from 'sequelize';
+import * as admin from '../api/admin/commands';
+import { beginRun, settleRun } from '../activities/runs';
+import { mintId, mintTraceId } from '../domain/ids';
+import type { RunInput } from '../domain/runs';
+import { db } from '../db/sequelize';
+import { call, closeAll, providerRequests, startApi, tenant } from './support/stack';
+
+let api: { url: string; close(): Promise<void> };
+beforeAll(async () => {
+  api = await startApi();
+});
+afterAll(async () => {
+  await api.close();
+  await closeAll();
+});
+
+const rows = <T extends object>(sql: string, replacements: Record<string, unknown>) => db().query<T>(sql, { replacements, type: QueryTypes.SELECT });
+
+describe('billing', () => {
+  it('refuses a workspace without credits with 402 before any record or model call', async () => {
+    const t = await tenant({ credits: 0, scopes: ['responses:create'] });
+    const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } });
+    expect(res.status).toBe(402);
+    expect(res.body.error.code).toBe('usage_blocked');
+    expect(res.body).not.toHaveProperty('id');
+    expect(await providerRequests(t.model)).toHaveLength(0);
+    const [runs] = await rows<{ n: number }>('SELECT count(*)::int AS n FROM runs r JOIN workspaces w ON w.id = r.workspace_id WHERE w.public_id = :ws', { ws: t.workspace });
+    expect(runs.n).toBe(0);
+  });
+
+  it('bills each run once on the ledger line of its channel; an empty channel falls through to the conversation', async () => {
+    const t = await tenant({ scopes: ['agents:run', 'conversations:create', 'messages:create'] });
+    await call(api.url, 'POST', `/api/v2/agents/${t.agent}/runs`, { key: t.key, body: { input: 'hi', channel: 'whatsapp' } });
+    const conv = await call(api.url, 'POST', '/api/v2/conversations', { key: t.key, body: { agent: t.agent, channel: 'web' } });
+    await call(api.url, 'POST', `/api/v2/conversations/${conv.body.id}/messages`, { key: t.key, body: { input: 'hi', channel: '' } });
+    await call(api.url, 'POST', `/api/v2/conversations/${conv.body.id}/messages`, { key: t.key, body: { input: 'hi', channel: 'api' } });
+    const lines = await rows<{ line: string; credits: number }>(
+      'SELECT l.line, l.credits FROM ledger_lines l JOIN workspaces w ON w.id = l.workspace_id WHERE w.public_id = :ws ORDER BY l.id',
+      { ws: t.workspace },
+    );
+    expect(lines).toEqual([{ line: 'whatsapp', credits: 15 }, { line: 'web', credits: 15 }, { line: 'api', credits: 15 }]);
+  });
+
+  it('settles once even when the settlement activity runs again', async () => {
+    const t = await tenant();
+    const ws = (await rows<{ id: number }>('SELECT id FROM workspaces WHERE public_id = :ws', { ws: t.workspace }))[0];
+    const agent = (await rows<{ id: number }>('SELECT id FROM agents WHERE public_id = :a', { a: t.agent }))[0];
+    const input: RunInput = {
+      runId: mintId('run'), kind: 'agent_run', requestId: mintId('request'), traceId: mintTraceId(),
+      workspace: { id: ws.id, publicId: t.workspace, tenantRef: null, partnerPublicId: null },
+      agent: { id: agent.id, publicId: t.agent, version: 1, config: {} },
+      input: 'hi', attachments: [], channel: 'api', metadata: {}, requestContext: {},
+      options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } },
+      acceptedAt: Date.now(),
+    };
+    const begun = await beginRun(input);
+    expect(await beginRun(input)).toEqual(begun);
+    const settlement = { input, begun, status: 'completed' as const, output: [{ type: 'text' as const, text: 'ok' }], usage: { input_tokens: 40, output_tokens: 2, total_tokens: 42, cached_tokens: 0 }, model: 'm', toolNames: [] };
+    await settleRun(settlement);
+    await settleRun(settlement);
+    const [ledger] = await rows<{ n: number; credits: number }>('SELECT count(*)::int AS n, sum(credits)::int AS credits FROM ledger_lines WHERE workspace_id = :ws', { ws: ws.id });
+    expect(ledger).toEqual({ n: 1, credits: 42 });
+    const [balance] = await rows<{ credits: number }>('SELECT credits FROM workspaces WHERE id = :ws', { ws: ws.id });
+    expect(balance.credits).toBe(1_000_000 - 42);
+    const [events] = await rows<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE workspace_id = :ws AND type = 'agent.run.completed'", { ws: ws.id });
+    expect(events.n).toBe(1);
+  });
+});
+
+describe('outbox', () => {
+  it('writes every event of a run with the envelope fields, in the transactions that made the changes', async () => {
+    const partner = await admin.createPartner({ name: 'Reseller' });
+    const ws = await admin.createWorkspace({ name: 'merchant', credits: 20, usageThreshold: 10, partner: partner.id, tenantRef: 'merchant-42' });
+    const key = await admin.createWorkspaceKey({ workspace: ws.id, scopes: 'agents:run' });
+    const agent = await admin.createAgent({ workspace: ws.id, name: 'a', config: { model: `stub-outbox-${ws.id}` } });
+    const res = await call(api.url, 'POST', `/api/v2/agents/${agent.id}/runs`, { key: key.key, body: { input: 'hi', external_ref: 'thread-1' } });
+    expect(res.status).toBe(200);
+
+    const events = await rows<{ type: string; envelope: any }>(
+      'SELECT e.type, e.envelope FROM outbox_events e JOIN workspaces w ON w.id = e.workspace_id WHERE w.public_id = :ws ORDER BY e.id',
+      { ws: ws.id },
+    );
+    expect(events.map((e) => e.type)).toEqual([
+      'conversation.created',
+      'message.received',
+      'agent.run.started',
+      'usage.threshold_reached',
+      'message.sent',
+      'agent.run.completed',
+    ]);
+    for (const { type, envelope } of events) {
+      expect(envelope).toEqual({
+        id: expect.stringMatching(/^evt_/),
+        type,
+        api_version: '2026-06-01',
+        created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        tenant: ws.id,
+        tenant_ref: 'merchant-42',
+        partner: partner.id,
+        data: { object: expect.any(Object) },
+        correlation: { request_id: res.body.request_id, trace_id: res.body.trace_id, job_id: '' },
+      });
+    }
+    expect(events[5].envelope.data.object).toMatchObject({ id: res.body.id, status: 'completed' });
+    expect(events[3].envelope.data.object).toMatchObject({ balance: 5, threshold: 10 });
+  });
+
+  it('records agent.run.failed for a run that fails', async () => {
+    const t = await tenant({ scopes: ['responses:create'] });
+    const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi', response_format: 'json_object' } });
+    expect(res.status).toBe(422);
+    const types = await rows<{ type: string }>('SELECT e.type FROM outbox_events e JOIN workspaces w ON w.id = e.workspace_id WHERE w.public_id = :ws ORDER BY e.id', { ws: t.workspace });
+    expect(types.map((e) => e.type)).toEqual(['agent.run.started', 'agent.run.failed']);
+  });
+});
