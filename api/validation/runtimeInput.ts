@@ -33,7 +33,8 @@ export const RESERVED_CONTEXT_KEYS: ReadonlySet<string> = new Set([
 
 export const CHANNELS = ['', 'api', 'web', 'website', 'whatsapp', 'phone', 'voice'] as const;
 const FORMAT_TYPES = ['text', 'json_object', 'json_schema'] as const;
-const PRINTABLE_ONE_LINE = /^[^\u0000-\u001f\u007f]*$/;
+// C0 and C1 controls plus the Unicode line and paragraph separators: each is a newline or unprintable.
+const PRINTABLE_ONE_LINE = /^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$/;
 
 const plainObject = () =>
   yup.mixed<Record<string, unknown>>().test('object', '${path} must be an object', (v) => v === undefined || (v !== null && typeof v === 'object' && !Array.isArray(v)));
@@ -63,6 +64,9 @@ const responseFormatObject = yup
   })
   .noUnknown(true, 'response_format has an unknown key: ${unknown}')
   .strict();
+
+/** Wrapped so every message carries the full path ("response_format.name ..."), not just "name". */
+const responseFormatField = yup.object({ response_format: responseFormatObject.required() }).strict();
 
 const attachmentSchema = yup
   .object({
@@ -120,8 +124,8 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function refuseForbidden(where: Record<string, unknown>, prefix: string): void {
   for (const name of Object.keys(where)) {
-    const reason = FORBIDDEN_OPTIONS[name];
-    if (reason) throw invalidRequest(`"${prefix}${name}" may not be set by callers: ${reason}.`);
+    // Own keys only: a body key such as "constructor" must not find Object.prototype members.
+    if (Object.hasOwn(FORBIDDEN_OPTIONS, name)) throw invalidRequest(`"${prefix}${name}" may not be set by callers: ${FORBIDDEN_OPTIONS[name]}.`);
   }
 }
 
@@ -129,7 +133,7 @@ export function parseResponseFormat(value: unknown): ResponseFormat {
   if (value === undefined) return { type: 'text' };
   const object = typeof value === 'string' ? { type: value } : value;
   if (!isObject(object)) throw invalidRequest('response_format must be a string or an object.');
-  const parsed = validate(responseFormatObject, object);
+  const parsed = validate(responseFormatField, { response_format: object }).response_format;
   if (parsed.type === 'text') return { type: 'text' };
   if (parsed.type === 'json_object') return { type: 'json_object' };
   if (!parsed.schema) throw invalidRequest('response_format.schema is required when type is json_schema.');
