@@ -1,8 +1,10 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { Op } from 'sequelize';
 import type { AgentConfig } from '../domain/agents';
 import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
-import type { Attachment, OutputItem, ResponseFormat, Usage } from '../domain/runs';
+import { estimateTokens, type Attachment, type OutputItem, type ResponseFormat, type Usage } from '../domain/runs';
+import { db } from '../db/sequelize';
+import { RunEvents } from './runEvents';
 import { Message, models } from '../db/models';
 import { assemblePrompt, userContent } from './prompt';
 import { modelProvider } from './providers';
@@ -17,6 +19,10 @@ export interface GenerateInput {
   historyFrom?: { conversationId: number; beforeRunKey: number };
   format: ResponseFormat;
   repair?: { previous: string; problems: string[] };
+  /** Stream output chunks to the run's event stream as they arrive. */
+  stream: boolean;
+  /** 1 for the first answer, 2 for the repair: chunks carry it so a client can tell the calls apart. */
+  call: number;
 }
 
 export interface GenerateResult {
@@ -59,9 +65,16 @@ async function loadHistory(input: GenerateInput): Promise<ChatMessage[]> {
  */
 export async function generate(input: GenerateInput): Promise<GenerateResult> {
   const ctx = Context.current();
+  const events = new RunEvents(input.runId);
+  // No text twice: an attempt after one that already streamed chunks would repeat them, so it fails instead.
+  if (input.stream && ctx.info.attempt > 1 && (await events.streamedOutput(input.call))) {
+    throw ApplicationFailure.create({ message: 'The provider failed after output had started streaming; the call is not repeated into the same stream.', type: 'provider_unavailable', nonRetryable: true });
+  }
   const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+  const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
+  const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair });
+  let streamed = '';
   try {
-    const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair });
     const reply = await modelProvider().complete({
       model: input.config.model ?? 'default',
       messages,
@@ -69,14 +82,44 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
       maxOutputTokens: input.config.max_output_tokens,
       json: input.format.type !== 'text',
       signal: ctx.cancellationSignal,
+      ...(input.stream && {
+        onTextDelta: (delta: string) => {
+          streamed += delta;
+          events.emit(deltaType, { id: input.runId, call: input.call, delta });
+          ctx.heartbeat();
+        },
+      }),
     });
+    // An aborted stream can end quietly rather than throw: a cut-short reply is never a result.
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
     return { text: reply.text, usage: reply.usage, model: reply.model, check: checkStructured(reply.text, input.format) };
   } catch (err) {
+    if (ctx.cancellationSignal.aborted) {
+      await recordConsumed(input.runId, messages, streamed);
+      throw err;
+    }
     if (err instanceof ProviderError) {
       throw ApplicationFailure.create({ message: err.message, type: 'provider_unavailable', nonRetryable: !err.retryable });
     }
     throw err;
   } finally {
     clearInterval(timer);
+    await events.flush();
   }
+}
+
+/** A call cut short still cost what was sent and what came back: estimate it, since the provider never said. */
+async function recordConsumed(runId: string, messages: ChatMessage[], streamed: string): Promise<void> {
+  const input = messages.reduce((n, m) => n + estimateTokens(m.content ?? ''), 0);
+  const output = estimateTokens(streamed);
+  const usage: Usage = { input_tokens: input, output_tokens: output, total_tokens: input + output, cached_tokens: 0 };
+  await db().query(
+    `UPDATE runs SET consumed_usage = jsonb_build_object(
+        'input_tokens', COALESCE((consumed_usage->>'input_tokens')::int, 0) + :input,
+        'output_tokens', COALESCE((consumed_usage->>'output_tokens')::int, 0) + :output,
+        'total_tokens', COALESCE((consumed_usage->>'total_tokens')::int, 0) + :total,
+        'cached_tokens', 0)
+      WHERE public_id = :runId AND status = 'running'`,
+    { replacements: { runId, input: usage.input_tokens, output: usage.output_tokens, total: usage.total_tokens } },
+  );
 }

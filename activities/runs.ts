@@ -1,11 +1,13 @@
 import { QueryTypes, type Transaction } from 'sequelize';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
-import { creditsFor, ledgerLine, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse, type Usage } from '../domain/runs';
+import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
+import { addUsage, creditsFor, ledgerLine, TERMINAL_STATUSES, toRunResponse, ZERO_USAGE, type OutputItem, type RunInput, type RunOutcome, type RunResponse, type Usage } from '../domain/runs';
 import { Conversation, LedgerLine, Message, models, Run, RunLog } from '../db/models';
 import { db } from '../db/sequelize';
 import { openConversation } from '../db/conversations';
 import { recordEvent, type Correlation } from '../db/outbox';
+import { RunEvents } from './runEvents';
 
 export interface BegunRun {
   runKey: number;
@@ -24,11 +26,11 @@ function correlation(input: RunInput): Correlation {
  */
 export async function beginRun(input: RunInput): Promise<BegunRun> {
   models();
-  return db().transaction(async (t) => {
+  const begun = await db().transaction(async (t): Promise<BegunRun> => {
     const existing = await Run.findOne({ where: { publicId: input.runId }, transaction: t });
     if (existing) {
       const conversation = (await Conversation.findByPk(existing.conversationId!, { transaction: t }))!;
-      return begun(existing.id, conversation);
+      return begunRun(existing.id, conversation);
     }
     const events = correlation(input);
     const { conversation } = input.conversation
@@ -57,11 +59,16 @@ export async function beginRun(input: RunInput): Promise<BegunRun> {
       await recordEvent(t, input.workspace, 'message.received', { id: message.publicId, conversation: conversation.publicId, role: 'user' }, events);
     }
     await recordEvent(t, input.workspace, 'agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' }, events);
-    return begun(run.id, conversation);
+    return begunRun(run.id, conversation);
   });
+  const stream = new RunEvents(input.runId);
+  const { output, usage, ...started } = runResponse(input, begun, { status: 'running', output: [], usage: ZERO_USAGE });
+  stream.emit('response.started', { ...started, stream_version: STREAM_VERSION });
+  await stream.flush();
+  return begun;
 }
 
-function begun(runKey: number, conversation: Conversation): BegunRun {
+function begunRun(runKey: number, conversation: Conversation): BegunRun {
   return {
     runKey,
     conversationId: conversation.id,
@@ -104,25 +111,32 @@ export function runResponse(input: RunInput, begun: BegunRun, fields: { status: 
 export async function settleRun(s: Settlement): Promise<RunOutcome> {
   models();
   const { input, begun } = s;
-  const outcome: RunOutcome = { run: runResponse(input, begun, s), ...(s.error && { error: s.error }) };
+  let outcome: RunOutcome = { run: runResponse(input, begun, s), ...(s.error && { error: s.error }) };
   await db().transaction(async (t) => {
-    const [changed] = await Run.update(
+    const row = (await Run.findByPk(begun.runKey, { attributes: ['status', 'usage', 'consumedUsage'], transaction: t, lock: t.LOCK.UPDATE }))!;
+    if (TERMINAL_STATUSES.has(row.status)) {
+      outcome = { run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) };
+      return;
+    }
+    // Calls cut short reported no usage; what they consumed was recorded on the run and is billed too.
+    const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;
+    outcome = { run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) };
+    await Run.update(
       {
         status: s.status,
         // Stateless responses keep a record of the request and its cost, not of the exchange.
         output: input.kind === 'response' ? null : s.output,
-        usage: s.usage,
+        usage,
         errorCode: s.error?.code ?? null,
         errorMessage: s.error?.message ?? null,
         completedAt: new Date(),
       },
-      { where: { id: begun.runKey, status: ['queued', 'running'] }, transaction: t },
+      { where: { id: begun.runKey }, transaction: t },
     );
-    if (changed === 0) return;
     const events = correlation(input);
-    const credits = creditsFor(s.usage);
+    const credits = creditsFor(usage);
     await LedgerLine.create(
-      { workspaceId: input.workspace.id, runId: begun.runKey, line: ledgerLine(input.channel, begun.conversationChannel), credits, inputTokens: s.usage.input_tokens, outputTokens: s.usage.output_tokens },
+      { workspaceId: input.workspace.id, runId: begun.runKey, line: ledgerLine(input.channel, begun.conversationChannel), credits, inputTokens: usage.input_tokens, outputTokens: usage.output_tokens },
       { transaction: t },
     );
     if (credits > 0) await chargeCredits(input, credits, t, events);
@@ -131,7 +145,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
       await recordEvent(t, input.workspace, 'message.sent', { id: message.publicId, conversation: begun.conversationPublicId, role: 'assistant' }, events);
     }
     const runEvent = s.status === 'completed' ? 'agent.run.completed' : 'agent.run.failed';
-    await recordEvent(t, input.workspace, runEvent, { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: s.status, usage: s.usage, ...(s.error && { error_code: s.error.code }) }, events);
+    await recordEvent(t, input.workspace, runEvent, { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: s.status, usage, ...(s.error && { error_code: s.error.code }) }, events);
     await RunLog.create(
       {
         publicId: mintId('log'),
@@ -140,16 +154,20 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         status: s.status,
         latencyMs: Math.max(0, Date.now() - input.acceptedAt),
         model: s.model,
-        inputTokens: s.usage.input_tokens,
-        outputTokens: s.usage.output_tokens,
-        totalTokens: s.usage.total_tokens,
-        cachedTokens: s.usage.cached_tokens,
+        inputTokens: usage.input_tokens,
+        outputTokens: usage.output_tokens,
+        totalTokens: usage.total_tokens,
+        cachedTokens: usage.cached_tokens,
         toolNames: s.toolNames,
         errorCode: s.error?.code ?? null,
       },
       { transaction: t },
     );
   });
+  const stream = new RunEvents(input.runId);
+  const terminal = terminalEvent(outcome);
+  stream.emit(terminal.type, terminal.data);
+  await stream.flush();
   return outcome;
 }
 

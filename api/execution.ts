@@ -10,6 +10,7 @@ import { SEARCH_ATTRIBUTES } from '../workflows/registry';
 import { workspaceOf } from './middleware/auth';
 import type { ErrorBody } from './middleware/errorEnvelope';
 import type { AppState } from './state';
+import { relayRunEvents } from './streaming';
 import { temporal } from './temporal';
 import { findInWorkspace } from './tenancy';
 import type { ExecutionRequest } from './validation/runtimeInput';
@@ -116,6 +117,10 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     ],
     memo: { request_id: ctx.state.requestId, trace_id: traceId },
   });
+  if (request.options.stream) {
+    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: true });
+    return;
+  }
   try {
     respond(ctx, await handle.result());
   } catch (err) {

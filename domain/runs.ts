@@ -126,6 +126,11 @@ export function ledgerLine(channel: string, conversationChannel: string | undefi
   return channel || conversationChannel || 'api';
 }
 
+/** About four characters a token: for usage the provider never reported (a call cut short). */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}
+
 /** One credit per token: the service's unit of usage. */
 export function creditsFor(usage: Usage): number {
   return usage.total_tokens;

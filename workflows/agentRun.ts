@@ -1,4 +1,5 @@
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
@@ -47,7 +48,10 @@ function failureOf(err: unknown, timeoutMs: number): Failure {
 export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const { generate } = proxyActivities<typeof activities>({
     startToCloseTimeout: input.options.timeoutMs,
-    heartbeatTimeout: '5s',
+    // Short, so a cancelled run reaches the call quickly and a dead worker's call is retried soon.
+    heartbeatTimeout: '2s',
+    // Wait for the call to stop, so what it consumed is recorded before the run settles.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     retry: MODEL_RETRY,
   });
 
@@ -64,12 +68,13 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       attachments: input.attachments,
       historyFrom: input.kind !== 'response' && input.options.memoryPolicy === 'auto' ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
       format,
+      stream: input.options.stream,
     };
-    let reply = await generate(base);
+    let reply = await generate({ ...base, call: 1 });
     usage = addUsage(usage, reply.usage);
     model = reply.model;
     for (let repair = 0; !reply.check.ok && repair < REPAIR_ATTEMPTS; repair++) {
-      reply = await generate({ ...base, repair: { previous: reply.text, problems: reply.check.problems } });
+      reply = await generate({ ...base, call: 2 + repair, repair: { previous: reply.text, problems: reply.check.problems } });
       usage = addUsage(usage, reply.usage);
     }
     if (!reply.check.ok) {
@@ -83,6 +88,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
 
   try {
     const result = await CancellationScope.withTimeout(input.options.timeoutMs, respond);
+    if (CancellationScope.current().consideredCancelled) return await settle('cancelled', []);
     if (Array.isArray(result)) return await settle('completed', result);
     return await settle(ERROR_TABLE[result.code].runStatus, [], result);
   } catch (err) {

@@ -1,10 +1,6 @@
-import type { Usage } from '../../domain/runs';
+import { estimateTokens as tokens, type Usage } from '../../domain/runs';
 import type { ChatMessage, ModelProvider, ModelReply, ModelRequest } from './types';
 
-/** About four characters a token, the usual rule of thumb; the local provider only needs to be stable. */
-function tokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
 
 function lastUserText(messages: ChatMessage[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {

@@ -1,12 +1,13 @@
 import Router from '@koa/router';
 import { QueryTypes } from 'sequelize';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import type { RunStatus } from '../../domain/errors';
+import { invalidRequest, type RunStatus } from '../../domain/errors';
 import { TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunResponse, type Usage } from '../../domain/runs';
 import { db } from '../../db/sequelize';
 import { scope, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
 import { temporal } from '../temporal';
+import { relayRunEvents } from '../streaming';
 import { notFound } from '../tenancy';
 
 interface RunRow {
@@ -54,6 +55,15 @@ export function runsRoutes(router: Router<AppState>): void {
 
   router.get('/api/v2/runs/:run_id', runScope, async (ctx) => {
     ctx.body = await loadRun(workspaceOf(ctx.state.principal).id, ctx.params.run_id);
+  });
+
+  /** Replays the run's events and follows them to the end, resuming after Last-Event-ID. */
+  router.get('/api/v2/runs/:run_id/events', runScope, async (ctx) => {
+    const run = await loadRun(workspaceOf(ctx.state.principal).id, ctx.params.run_id);
+    const after = ctx.get('Last-Event-ID') || undefined;
+    if (after !== undefined && !/^\d+-\d+$/.test(after)) throw invalidRequest('Last-Event-ID must be an event id from this stream.');
+    const handle = (await temporal()).workflow.getHandle(run.id);
+    await relayRunEvents(ctx, handle, { runId: run.id, requestId: ctx.state.requestId, after, cancelOnDisconnect: false });
   });
 
   /** Idempotent: cancelling a finished run changes nothing and answers it as it ended. */

@@ -18,6 +18,7 @@ export class Run extends Model<InferAttributes<Run>, InferCreationAttributes<Run
   /** Null for stateless /responses runs, which keep no copy of the exchange. */
   declare output: CreationOptional<OutputItem[] | null>;
   declare usage: CreationOptional<Usage>;
+  declare consumedUsage: CreationOptional<Usage | null>;
   declare resourceId: CreationOptional<string | null>;
   declare errorCode: CreationOptional<string | null>;
   declare errorMessage: CreationOptional<string | null>;
@@ -43,6 +44,7 @@ export class Run extends Model<InferAttributes<Run>, InferCreationAttributes<Run
         output: DataTypes.JSONB,
         usage: { type: DataTypes.JSONB, allowNull: false, defaultValue: { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_tokens: 0 } },
         resourceId: DataTypes.TEXT,
+        consumedUsage: DataTypes.JSONB,
         errorCode: DataTypes.TEXT,
         errorMessage: DataTypes.TEXT,
         createdAt: DataTypes.DATE,

@@ -14,8 +14,8 @@ export default async function globalTeardown(): Promise<void> {
   const stack = (globalThis as { __stack?: StackHandles }).__stack;
   if (!stack) return;
   await stack.workers.shutdown();
-  const { closeDb } = await import('../../db/sequelize');
-  await closeDb();
+  const [{ closeDb }, { closeRedis }] = await Promise.all([import('../../db/sequelize'), import('../../api/redis')]);
+  await Promise.all([closeDb(), closeRedis()]);
   await stack.stub.stop();
   const exited = new Promise((resolve) => stack.temporal.once('exit', resolve));
   stack.temporal.kill('SIGTERM');

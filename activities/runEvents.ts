@@ -1,0 +1,35 @@
+import { logger } from '../domain/logger';
+import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, type StreamEventType } from '../domain/streamEvents';
+import { redis } from '../api/redis';
+
+/**
+ * Appends events to a run's Redis stream. Appends on one connection keep their order, so callers
+ * fire deltas without waiting and await only flush() before the run moves on.
+ */
+export class RunEvents {
+  private last: Promise<unknown> = Promise.resolve();
+  private expirySet = false;
+
+  constructor(private readonly runId: string) {}
+
+  emit(type: StreamEventType, data: unknown): void {
+    const key = runEventsKey(this.runId);
+    const pipeline = redis().pipeline().xadd(key, 'MAXLEN', '~', String(RUN_EVENTS_MAX_LEN), '*', 'e', type, 'd', JSON.stringify(data));
+    if (!this.expirySet) pipeline.expire(key, RUN_EVENTS_TTL_S);
+    this.expirySet = true;
+    this.last = pipeline
+      .exec()
+      // A lost event is survivable (the API emits the terminal event from the run's outcome); a failed run because of it is not.
+      .catch((err) => logger.warn({ err: String(err), run_id: this.runId, type }, 'run event not written'));
+  }
+
+  async flush(): Promise<void> {
+    await this.last;
+  }
+
+  /** Whether an earlier attempt of this model call already streamed output chunks. */
+  async streamedOutput(call: number): Promise<boolean> {
+    const entries = await redis().xrange(runEventsKey(this.runId), '-', '+');
+    return entries.some(([, [, type, , data]]) => type.startsWith('response.output_') && (JSON.parse(data) as { call?: number }).call === call);
+  }
+}

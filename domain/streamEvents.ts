@@ -1,0 +1,47 @@
+import type { RunOutcome } from './runs';
+
+/** The streaming event contract (spec: "Streaming events"), versioned on its own. */
+export const STREAM_VERSION = '2026-09-07';
+
+export const STREAM_EVENT_TYPES = [
+  'response.started',
+  'response.output_text.delta',
+  'response.output_json.delta',
+  'response.tool.started',
+  'response.tool.completed',
+  'response.tool.failed',
+  'response.completed',
+  'response.failed',
+  'response.cancelled',
+] as const;
+
+export type StreamEventType = (typeof STREAM_EVENT_TYPES)[number];
+
+export const TERMINAL_EVENTS: ReadonlySet<string> = new Set(['response.completed', 'response.failed', 'response.cancelled']);
+
+/** The Redis stream that carries one run's events from the worker to whichever API holds the client. */
+export function runEventsKey(runId: string): string {
+  return `run:${runId}:events`;
+}
+
+/** Streams are capped (entries) and expire (seconds), so abandoned runs cost nothing for long. */
+export const RUN_EVENTS_MAX_LEN = 10_000;
+export const RUN_EVENTS_TTL_S = 24 * 60 * 60;
+
+/** One SSE frame: an optional id line, one event line, one data line of JSON, and a blank line. */
+export function sseFrame(type: string, data: string, id?: string): string {
+  return `${id ? `id: ${id}\n` : ''}event: ${type}\ndata: ${data}\n\n`;
+}
+
+/**
+ * The one terminal event of a run, from its outcome: the settled run writes it, and the API derives
+ * the same event from the workflow's result when the stream lost it.
+ */
+export function terminalEvent(outcome: RunOutcome): { type: StreamEventType; data: unknown } {
+  const { run, error } = outcome;
+  if (error) {
+    return { type: 'response.failed', data: { error: { code: error.code, message: error.message, request_id: run.request_id }, id: run.id, status: run.status, trace_id: run.trace_id } };
+  }
+  if (run.status === 'cancelled') return { type: 'response.cancelled', data: run };
+  return { type: 'response.completed', data: run };
+}
