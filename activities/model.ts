@@ -9,6 +9,7 @@ import { Message, models } from '../db/models';
 import { assemblePrompt, userContent } from './prompt';
 import { modelProvider } from './providers';
 import { ProviderError, type ChatMessage } from './providers/types';
+import type { ToolCall, ToolSpec, ToolTurn } from '../domain/tools';
 
 export interface GenerateInput {
   runId: string;
@@ -21,12 +22,17 @@ export interface GenerateInput {
   repair?: { previous: string; problems: string[] };
   /** Stream output chunks to the run's event stream as they arrive. */
   stream: boolean;
-  /** 1 for the first answer, 2 for the repair: chunks carry it so a client can tell the calls apart. */
+  /** Model calls of this run are numbered from 1: chunks carry it so a client can tell the calls apart. */
   call: number;
+  /** Tools offered, how the model must use them, and the tool rounds so far. */
+  tools: ToolSpec[];
+  toolChoice: 'auto' | 'required';
+  toolTurns: ToolTurn[];
 }
 
 export interface GenerateResult {
   text: string;
+  toolCalls: ToolCall[];
   usage: Usage;
   model: string;
   check: StructuredCheck;
@@ -72,7 +78,7 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
   }
   const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
   const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
-  const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair });
+  const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns });
   let streamed = '';
   try {
     const reply = await modelProvider().complete({
@@ -81,6 +87,8 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
       temperature: input.config.temperature,
       maxOutputTokens: input.config.max_output_tokens,
       json: input.format.type !== 'text',
+      tools: input.tools,
+      toolChoice: input.toolChoice,
       signal: ctx.cancellationSignal,
       ...(input.stream && {
         onTextDelta: (delta: string) => {
@@ -92,7 +100,7 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
     });
     // An aborted stream can end quietly rather than throw: a cut-short reply is never a result.
     if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
-    return { text: reply.text, usage: reply.usage, model: reply.model, check: checkStructured(reply.text, input.format) };
+    return { text: reply.text, toolCalls: reply.toolCalls, usage: reply.usage, model: reply.model, check: checkStructured(reply.text, input.format) };
   } catch (err) {
     if (ctx.cancellationSignal.aborted) {
       await recordConsumed(input.runId, messages, streamed);

@@ -1,5 +1,6 @@
 import type { AgentConfig } from '../domain/agents';
 import type { Attachment, ResponseFormat } from '../domain/runs';
+import type { ToolTurn } from '../domain/tools';
 import type { ChatMessage } from './providers/types';
 
 export interface PromptParts {
@@ -8,6 +9,8 @@ export interface PromptParts {
   attachments: Attachment[];
   history: ChatMessage[];
   format: ResponseFormat;
+  /** Tool calls made so far in this run and their results. */
+  toolTurns?: ToolTurn[];
   /** The rejected reply and what was wrong with it, for the one repair attempt. */
   repair?: { previous: string; problems: string[] };
 }
@@ -38,7 +41,7 @@ export function assemblePrompt(parts: PromptParts): ChatMessage[] {
   const system = [parts.config.instructions, formatInstruction(parts.format)].filter(Boolean).join('\n\n');
   const messages: ChatMessage[] = [];
   if (system) messages.push({ role: 'system', content: system });
-  messages.push(...parts.history, { role: 'user', content: userContent(parts.input, parts.attachments) });
+  messages.push(...parts.history, { role: 'user', content: userContent(parts.input, parts.attachments) }, ...(parts.toolTurns ?? []));
   if (parts.repair) {
     messages.push(
       { role: 'assistant', content: parts.repair.previous },

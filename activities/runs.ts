@@ -85,6 +85,8 @@ export interface Settlement {
   usage: Usage;
   model: string;
   toolNames: string[];
+  /** The assistant stopped for a person: handoff.requested is written with the settlement. */
+  handoff?: { reason: string };
   error?: { code: ErrorCode; message: string };
 }
 
@@ -143,6 +145,9 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     if (s.status === 'completed' && input.kind !== 'response') {
       const message = await Message.create({ publicId: mintId('message'), conversationId: begun.conversationId, runId: begun.runKey, role: 'assistant', content: s.output }, { transaction: t });
       await recordEvent(t, input.workspace, 'message.sent', { id: message.publicId, conversation: begun.conversationPublicId, role: 'assistant' }, events);
+    }
+    if (s.handoff) {
+      await recordEvent(t, input.workspace, 'handoff.requested', { run: input.runId, conversation: begun.conversationPublicId ?? null, agent: input.agent.publicId, reason: s.handoff.reason }, events);
     }
     const runEvent = s.status === 'completed' ? 'agent.run.completed' : 'agent.run.failed';
     await recordEvent(t, input.workspace, runEvent, { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: s.status, usage, ...(s.error && { error_code: s.error.code }) }, events);

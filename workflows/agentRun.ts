@@ -11,6 +11,7 @@ import {
 import type * as activities from '../activities';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
 import { addUsage, ZERO_USAGE, type OutputItem, type RunInput, type RunOutcome, type Usage } from '../domain/runs';
+import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 
 /** Model calls: a failed provider call is tried three times in all, then the run fails 502. */
 export const MODEL_RETRY: RetryPolicy = {
@@ -20,11 +21,31 @@ export const MODEL_RETRY: RetryPolicy = {
   maximumAttempts: 3,
 };
 
-/** Bookkeeping in PostgreSQL: short, idempotent, so retried generously. */
-const { beginRun, settleRun } = proxyLocalActivities<typeof activities>({
+/** HTTP tools: a flaky endpoint is tried three times in all; a 4xx or a refused target is final. */
+export const TOOL_RETRY: RetryPolicy = {
+  initialInterval: '500ms',
+  backoffCoefficient: 2,
+  maximumInterval: '5s',
+  maximumAttempts: 3,
+};
+
+const { callTool } = proxyActivities<typeof activities>({ startToCloseTimeout: '15s', retry: TOOL_RETRY });
+
+/** Bookkeeping in PostgreSQL and Redis: short, idempotent, so retried generously. */
+const { beginRun, settleRun, emitRunEvent } = proxyLocalActivities<typeof activities>({
   startToCloseTimeout: '10s',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: 10 },
 });
+
+function handoffReason(args: string): string {
+  try {
+    const reason = (JSON.parse(args) as { reason?: unknown }).reason;
+    if (typeof reason === 'string' && reason) return reason;
+  } catch {
+    // The model's arguments were not JSON; the handoff still happens.
+  }
+  return 'A person is needed.';
+}
 
 /** At most one repair after the first answer: the call count is known before the run. */
 const REPAIR_ATTEMPTS = 1;
@@ -60,8 +81,15 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   let model = input.agent.config.model ?? 'default';
   const format = input.options.responseFormat;
 
-  async function respond(): Promise<OutputItem[] | Failure> {
-    const base = {
+  const policy = input.options.toolPolicy;
+  const tools = toolSpecs(input.agent.config, policy);
+  const toolTurns: ToolTurn[] = [];
+  const toolNames: string[] = [];
+  let handoff: { reason: string } | undefined;
+  let calls = 0;
+
+  const ask = async (repair?: { previous: string; problems: string[] }) => {
+    const reply = await generate({
       runId: input.runId,
       config: input.agent.config,
       input: input.input,
@@ -69,13 +97,56 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       historyFrom: input.kind !== 'response' && input.options.memoryPolicy === 'auto' ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
       format,
       stream: input.options.stream,
-    };
-    let reply = await generate({ ...base, call: 1 });
+      call: ++calls,
+      tools,
+      // `required` forces the first answer to be a tool call; after that the model may answer.
+      toolChoice: policy === 'required' && toolTurns.length === 0 ? 'required' : 'auto',
+      toolTurns: [...toolTurns],
+      repair,
+    });
     usage = addUsage(usage, reply.usage);
     model = reply.model;
+    return reply;
+  };
+
+  /** One tool call: its result for the model, or the failure that ends the run. */
+  async function useTool(call: ToolCall): Promise<string | Failure> {
+    toolNames.push(call.name);
+    const tool = findTool(input.agent.config, call.name);
+    const event = { id: input.runId, call_id: call.id, tool: call.name };
+    if (!tool) return `No tool named ${call.name} is available.`;
+    if (tool.type === 'handoff') {
+      await emitRunEvent(input.runId, 'response.tool.started', event);
+      handoff = { reason: handoffReason(call.arguments) };
+      await emitRunEvent(input.runId, 'response.tool.completed', event);
+      return 'Handed off to a person.';
+    }
+    try {
+      return await callTool({ runId: input.runId, workspacePublicId: input.workspace.publicId, callId: call.id, tool, arguments: call.arguments });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const message = failureOf(err, input.options.timeoutMs).message;
+      await emitRunEvent(input.runId, 'response.tool.failed', { ...event, error: message });
+      if (policy === 'required') return { code: 'tool_execution_failed', message };
+      return `The tool failed: ${message}`;
+    }
+  }
+
+  async function respond(): Promise<OutputItem[] | Failure> {
+    let reply = await ask();
+    for (let round = 0; reply.toolCalls.length > 0; round++) {
+      if (round === MAX_TOOL_ROUNDS) return { code: 'tool_execution_failed', message: `The agent did not answer within ${MAX_TOOL_ROUNDS} tool rounds.` };
+      toolTurns.push({ role: 'assistant', content: reply.text || null, tool_calls: reply.toolCalls });
+      for (const call of reply.toolCalls) {
+        const result = await useTool(call);
+        if (typeof result !== 'string') return result;
+        toolTurns.push({ role: 'tool', content: result, tool_call_id: call.id });
+      }
+      if (handoff) return [...(reply.text ? [{ type: 'text' as const, text: reply.text }] : []), { type: 'handoff', text: handoff.reason }];
+      reply = await ask();
+    }
     for (let repair = 0; !reply.check.ok && repair < REPAIR_ATTEMPTS; repair++) {
-      reply = await generate({ ...base, call: 2 + repair, repair: { previous: reply.text, problems: reply.check.problems } });
-      usage = addUsage(usage, reply.usage);
+      reply = await ask({ previous: reply.text, problems: reply.check.problems });
     }
     if (!reply.check.ok) {
       return { code: 'structured_output_failed', message: `The reply did not match the schema at: ${reply.check.paths.join(', ')}` };
@@ -84,7 +155,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   }
 
   const settle = (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) =>
-    CancellationScope.nonCancellable(() => settleRun({ input, begun, status, output, usage, model, toolNames: [], error }));
+    CancellationScope.nonCancellable(() => settleRun({ input, begun, status, output, usage, model, toolNames, handoff, error }));
 
   try {
     const result = await CancellationScope.withTimeout(input.options.timeoutMs, respond);

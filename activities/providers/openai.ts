@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParams, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ZERO_USAGE, type Usage } from '../../domain/runs';
-import { ProviderError, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './types';
+import { ProviderError, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './types';
 
 function usageOf(raw: OpenAI.CompletionUsage | null | undefined): Usage {
   if (!raw) return { ...ZERO_USAGE };
@@ -24,6 +24,16 @@ function toProviderError(err: unknown): Error {
   return new ProviderError(`provider call failed: ${(err as Error)?.message ?? String(err)}`, true);
 }
 
+/** Tool calls travel in the Chat Completions wire shape. */
+function toWire(message: ChatMessage): ChatCompletionMessageParam {
+  if (message.role !== 'assistant' || !message.tool_calls?.length) return message as ChatCompletionMessageParam;
+  return {
+    role: 'assistant',
+    content: message.content,
+    tool_calls: message.tool_calls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })),
+  };
+}
+
 /**
  * Any OpenAI-compatible Chat Completions endpoint through the official client. Retries belong to
  * Temporal, so the client never retries on its own.
@@ -39,7 +49,7 @@ export class OpenAIProvider implements ModelProvider {
   async complete(request: ModelRequest): Promise<ModelReply> {
     const params: ChatCompletionCreateParams = {
       model: request.model,
-      messages: request.messages as ChatCompletionMessageParam[],
+      messages: request.messages.map(toWire),
       ...(request.temperature !== undefined && { temperature: request.temperature }),
       ...(request.maxOutputTokens !== undefined && { max_tokens: request.maxOutputTokens }),
       ...(request.json && { response_format: { type: 'json_object' as const } }),

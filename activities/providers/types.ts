@@ -1,22 +1,13 @@
 import type { Usage } from '../../domain/runs';
 
-export interface ToolCall {
-  id: string;
-  name: string;
-  /** JSON text as the model wrote it. */
-  arguments: string;
-}
+import type { ToolCall, ToolSpec } from '../../domain/tools';
+
+export type { ToolCall, ToolSpec };
 
 export type ChatMessage =
   | { role: 'system' | 'user'; content: string }
   | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
   | { role: 'tool'; content: string; tool_call_id: string };
-
-export interface ToolSpec {
-  name: string;
-  description?: string;
-  parameters: Record<string, unknown>;
-}
 
 export interface ModelRequest {
   model: string;

@@ -1,5 +1,6 @@
 import * as yup from 'yup';
 import type { AgentConfig } from '../../domain/agents';
+import { config } from '../../domain/config';
 
 const toolSchema = yup.lazy((tool: { type?: string } | undefined) =>
   tool?.type === 'handoff'
@@ -10,7 +11,12 @@ const toolSchema = yup.lazy((tool: { type?: string } | undefined) =>
           name: yup.string().required().matches(/^[a-zA-Z0-9_-]{1,64}$/, 'tool name must be 1-64 letters, digits, _ or -'),
           description: yup.string(),
           parameters: yup.object(),
-          url: yup.string().required().url().matches(/^https:\/\//, 'tool url must be https'),
+          // Plain http only where private targets are allowed (a local test receiver), never in production.
+          url: yup
+            .string()
+            .required()
+            .url()
+            .test('https', 'tool url must be https', (url) => url === undefined || url.startsWith('https://') || (config().webhookAllowPrivateTargets && url.startsWith('http://'))),
         })
         .noUnknown()
         .strict(),

@@ -20,6 +20,8 @@ export default async function globalSetup(): Promise<void> {
     MODEL_BASE_URL: `${stubUrl}/v1`,
     MODEL_API_KEY: 'stub-key',
     STUB_URL: stubUrl,
+    // Tool endpoints in tests listen on loopback.
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
   });
   // Imported only now, so the modules read the environment above.

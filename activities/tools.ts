@@ -1,0 +1,111 @@
+import { createHmac } from 'node:crypto';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import ipaddr from 'ipaddr.js';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { HttpToolConfig } from '../domain/agents';
+import { config } from '../domain/config';
+import type { StreamEventType } from '../domain/streamEvents';
+import { RunEvents } from './runEvents';
+
+const TOOL_TIMEOUT_MS = 10_000;
+const MAX_RESULT_BYTES = 16 * 1024;
+
+export interface ToolInvocation {
+  runId: string;
+  workspacePublicId: string;
+  callId: string;
+  tool: HttpToolConfig;
+  arguments: string;
+}
+
+/**
+ * Each workspace's tool secret, derived rather than stored: a tool endpoint verifies
+ * `X-Service-Signature` exactly as a webhook receiver does.
+ */
+export function toolSecret(workspacePublicId: string): string {
+  return createHmac('sha256', config().signingSecret).update(`tool:${workspacePublicId}`).digest('hex');
+}
+
+function forbiddenAddress(address: string): boolean {
+  const parsed = ipaddr.process(address);
+  return parsed.range() !== 'unicast';
+}
+
+/** Resolves and checks the address at connection time, so a DNS answer that changes (rebinding) is caught too. */
+function guardedLookup(hostname: string, options: object, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, '');
+    const blocked = (addresses as LookupAddress[]).find((a) => forbiddenAddress(a.address));
+    if (blocked && !config().webhookAllowPrivateTargets) return callback(refused(blocked.address), '');
+    const all = (options as { all?: boolean }).all;
+    return all ? callback(null, addresses) : callback(null, addresses[0].address, addresses[0].family);
+  });
+}
+
+function refused(address: string): Error {
+  return Object.assign(new Error(`refused target address ${address}`), { code: 'ETARGETREFUSED' });
+}
+
+function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal): Promise<{ status: number; text: string }> {
+  const client = url.protocol === 'https:' ? https : http;
+  // A literal address never reaches the lookup hook, so it is checked here.
+  const literal = url.hostname.replace(/^\[|\]$/g, '');
+  if (ipaddr.isValid(literal) && forbiddenAddress(literal) && !config().webhookAllowPrivateTargets) return Promise.reject(refused(literal));
+  return new Promise((resolve, reject) => {
+    const req = client.request(url, { method: 'POST', headers, lookup: guardedLookup, timeout: TOOL_TIMEOUT_MS, signal }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_RESULT_BYTES) chunks.push(chunk);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8').slice(0, MAX_RESULT_BYTES) }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${TOOL_TIMEOUT_MS} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * One HTTP tool call: POSTs the model's arguments, signed with the workspace's tool secret, and
+ * returns the endpoint's answer for the model. Network failures and 5xx are retried by the policy
+ * declared beside the workflow; a 4xx or a refused target is final.
+ */
+export async function callTool(call: ToolInvocation): Promise<string> {
+  const ctx = Context.current();
+  const events = new RunEvents(call.runId);
+  if (ctx.info.attempt === 1) events.emit('response.tool.started', { id: call.runId, call_id: call.callId, tool: call.tool.name });
+  try {
+    const url = new URL(call.tool.url);
+    const timestamp = Math.floor(Date.now() / 1000);
+    const signature = createHmac('sha256', toolSecret(call.workspacePublicId)).update(`${timestamp}.${call.arguments}`).digest('hex');
+    const answer = await post(url, call.arguments, {
+      'content-type': 'application/json',
+      'x-service-signature': `t=${timestamp},v1=${signature}`,
+      'x-service-run-id': call.runId,
+      'x-service-tool-call-id': call.callId,
+    }, ctx.cancellationSignal);
+    if (answer.status >= 400) {
+      throw ApplicationFailure.create({ message: `tool ${call.tool.name} answered ${answer.status}`, type: 'tool_execution_failed', nonRetryable: answer.status < 500 });
+    }
+    events.emit('response.tool.completed', { id: call.runId, call_id: call.callId, tool: call.tool.name });
+    return answer.text;
+  } catch (err) {
+    if (err instanceof ApplicationFailure) throw err;
+    const final = (err as { code?: string }).code === 'ETARGETREFUSED';
+    throw ApplicationFailure.create({ message: `tool ${call.tool.name} failed: ${(err as Error).message}`, type: 'tool_execution_failed', nonRetryable: final });
+  } finally {
+    await events.flush();
+  }
+}
+
+/** Appends one event to a run's stream, for events the workflow itself decides (a tool's final failure, a handoff). */
+export async function emitRunEvent(runId: string, type: StreamEventType, data: unknown): Promise<void> {
+  const events = new RunEvents(runId);
+  events.emit(type, data);
+  await events.flush();
+}

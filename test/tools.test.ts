@@ -1,0 +1,150 @@
+import { createHmac } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { QueryTypes } from 'sequelize';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { ApplicationFailure } from '@temporalio/common';
+import { callTool, toolSecret } from '../activities/tools';
+import { resetConfig } from '../domain/config';
+import { db } from '../db/sequelize';
+import { call, closeAll, providerRequests, scriptModel, startApi, tenant } from './support/stack';
+import { allFrames, openStream } from './support/sse';
+
+interface Received {
+  body: string;
+  signature: string;
+}
+
+let api: { url: string; close(): Promise<void> };
+let toolServer: Server;
+let toolUrl = '';
+const received: Received[] = [];
+const answers: number[] = [];
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+beforeAll(async () => {
+  api = await startApi();
+  toolServer = createServer(async (req, res) => {
+    received.push({ body: await readBody(req), signature: String(req.headers['x-service-signature']) });
+    const status = answers.shift() ?? 200;
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ order: 'A1', state: 'shipped' }));
+  });
+  await new Promise<void>((resolve) => toolServer.listen(0, '127.0.0.1', resolve));
+  toolUrl = `http://127.0.0.1:${(toolServer.address() as AddressInfo).port}/orders`;
+});
+afterAll(async () => {
+  toolServer.close();
+  await api.close();
+  await closeAll();
+});
+
+const withTools = () => ({
+  tools: [
+    { type: 'http', name: 'lookup_order', description: 'Find an order', parameters: { type: 'object', properties: { id: { type: 'string' } } }, url: toolUrl },
+    { type: 'handoff' },
+  ],
+});
+const lookup = { name: 'lookup_order', arguments: '{"id":"A1"}' };
+
+describe('tools', () => {
+  it('runs a tool call as an activity, streams its events, signs the request and feeds the result back to the model', async () => {
+    received.length = 0;
+    const t = await tenant({ scopes: ['responses:create', 'logs:read'], config: withTools() });
+    await scriptModel(t.model, [{ toolCalls: [lookup] }, { chunks: ['It ', 'shipped.'] }]);
+    const fs = (await allFrames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'Where is A1?', stream: true }))).filter((f) => f.event);
+    expect(fs.map((f) => f.event)).toEqual(['response.started', 'response.tool.started', 'response.tool.completed', 'response.output_text.delta', 'response.output_text.delta', 'response.completed']);
+    expect(fs[1].data).toMatchObject({ tool: 'lookup_order', call_id: 'call_0' });
+    expect(fs.at(-1)!.data.output).toEqual([{ type: 'text', text: 'It shipped.' }]);
+
+    expect(received).toHaveLength(1);
+    expect(received[0].body).toBe('{"id":"A1"}');
+    const [, t0, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(received[0].signature)!;
+    expect(v1).toBe(createHmac('sha256', toolSecret(t.workspace)).update(`${t0}.${received[0].body}`).digest('hex'));
+
+    const [first, second] = await providerRequests(t.model);
+    expect(first.body.tools.map((tool: { function: { name: string } }) => tool.function.name)).toEqual(['lookup_order', 'handoff']);
+    expect(first.body.tool_choice).toBe('auto');
+    expect(second.body.messages.slice(-2)).toEqual([
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: lookup }] },
+      { role: 'tool', content: '{"order":"A1","state":"shipped"}', tool_call_id: 'call_0' },
+    ]);
+    const logs = await call(api.url, 'GET', '/api/v2/logs', { key: t.key });
+    expect(logs.body.data[0].tool_names).toEqual(['lookup_order']);
+  });
+
+  it('fails the run with 502 tool_execution_failed when a required tool keeps failing, after its retries', async () => {
+    received.length = 0;
+    answers.push(500, 503, 500);
+    const t = await tenant({ scopes: ['responses:create'], config: withTools() });
+    await scriptModel(t.model, [{ toolCalls: [lookup] }, { text: 'never reached' }]);
+    const fs = (await allFrames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true, tool_policy: 'required' }))).filter((f) => f.event);
+    expect(fs.map((f) => f.event)).toEqual(['response.started', 'response.tool.started', 'response.tool.failed', 'response.failed']);
+    expect(fs.at(-1)!.data.error.code).toBe('tool_execution_failed');
+    expect(received).toHaveLength(3);
+    const sent = await providerRequests(t.model);
+    expect(sent).toHaveLength(1);
+    expect(sent[0].body.tool_choice).toBe('required');
+
+    await scriptModel(t.model, [{ toolCalls: [lookup] }]);
+    answers.push(404);
+    const plain = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi', tool_policy: 'required' } });
+    expect(plain.status).toBe(502);
+    expect(plain.body).toMatchObject({ error: { code: 'tool_execution_failed' }, status: 'failed' });
+  });
+
+  it('lets the model carry on when a tool fails under auto', async () => {
+    answers.push(400);
+    const t = await tenant({ scopes: ['responses:create'], config: withTools() });
+    await scriptModel(t.model, [{ toolCalls: [lookup] }, { text: 'Sorry, I could not look that up.' }]);
+    const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } });
+    expect(res.status).toBe(200);
+    const second = (await providerRequests(t.model))[1];
+    expect(second.body.messages.at(-1)).toMatchObject({ role: 'tool', content: expect.stringContaining('The tool failed') });
+  });
+
+  it('offers no tools with tool_policy none', async () => {
+    const t = await tenant({ scopes: ['responses:create'], config: withTools() });
+    await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi', options: { tool_policy: 'none' } } });
+    const [sent] = await providerRequests(t.model);
+    expect(sent.body.tools).toBeUndefined();
+    expect(sent.body.tool_choice).toBeUndefined();
+  });
+
+  it('hands off: the assistant stops, the run completes with the handoff visible, and handoff.requested is written', async () => {
+    const t = await tenant({ scopes: ['agents:run'], config: withTools() });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"Customer asks for a refund over the limit"}' }] }, { text: 'never reached' }]);
+    const res = await call(api.url, 'POST', `/api/v2/agents/${t.agent}/runs`, { key: t.key, body: { input: 'I want a refund' } });
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe('completed');
+    expect(res.body.output).toEqual([{ type: 'handoff', text: 'Customer asks for a refund over the limit' }]);
+    expect(await providerRequests(t.model)).toHaveLength(1);
+    const events = await db().query<{ envelope: any }>(
+      "SELECT e.envelope FROM outbox_events e JOIN workspaces w ON w.id = e.workspace_id WHERE w.public_id = :ws AND e.type = 'handoff.requested'",
+      { replacements: { ws: t.workspace }, type: QueryTypes.SELECT },
+    );
+    expect(events).toHaveLength(1);
+    expect(events[0].envelope.data.object).toMatchObject({ run: res.body.id, conversation: res.body.conversation, reason: 'Customer asks for a refund over the limit' });
+  });
+
+  it('refuses loopback, private and link-local tool targets at connection time', async () => {
+    const allowed = process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS;
+    process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = '';
+    resetConfig();
+    try {
+      for (const url of [toolUrl, 'http://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'http://localhost:9/x']) {
+        const attempt = new MockActivityEnvironment().run(callTool, { runId: 'run_x', workspacePublicId: 'ws_x', callId: 'c', tool: { type: 'http' as const, name: 'probe', url }, arguments: '{}' });
+        await expect(attempt).rejects.toBeInstanceOf(ApplicationFailure);
+        await expect(attempt).rejects.toMatchObject({ type: 'tool_execution_failed', nonRetryable: true, message: expect.stringContaining('refused target address') });
+      }
+      expect(received.some((r) => r.body === '{}')).toBe(false);
+    } finally {
+      process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = allowed;
+      resetConfig();
+    }
+  });
+});
