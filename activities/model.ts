@@ -104,7 +104,8 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
   } catch (err) {
     if (ctx.cancellationSignal.aborted) {
       await recordConsumed(input.runId, messages, streamed);
-      throw err;
+      // Whatever the provider client threw on abort, the workflow must see a cancellation.
+      throw err instanceof CancelledFailure ? err : new CancelledFailure('model call cancelled');
     }
     if (err instanceof ProviderError) {
       throw ApplicationFailure.create({ message: err.message, type: 'provider_unavailable', nonRetryable: !err.retryable });
