@@ -1,16 +1,9 @@
 import { QueryTypes } from 'sequelize';
 import * as admin from '../api/admin/commands';
 import { db } from '../db/sequelize';
-import { call, closeAll, providerRequests, startApi, tenant, type Answer } from './support/stack';
+import { type Answer, call, providerRequests, tenant, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 const withoutIds = (a: Answer) => a.text.replace(/req_[0-9a-z]+/g, 'req_X');
 const run = (key: string, agent: string, body: Record<string, unknown>) => call(api.url, 'POST', `/api/v2/agents/${agent}/runs`, { key, body });

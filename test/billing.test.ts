@@ -4,16 +4,9 @@ import { beginRun, settleRun } from '../activities/runs';
 import { mintId, mintTraceId } from '../domain/ids';
 import type { RunInput } from '../domain/runs';
 import { db } from '../db/sequelize';
-import { call, closeAll, providerRequests, startApi, tenant } from './support/stack';
+import { call, providerRequests, tenant, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 const rows = <T extends object>(sql: string, replacements: Record<string, unknown>) => db().query<T>(sql, { replacements, type: QueryTypes.SELECT });
 

@@ -1,15 +1,8 @@
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
-import { call, closeAll, providerRequests, startApi, tenant, type Answer, type Tenant } from './support/stack';
+import { type Answer, call, providerRequests, tenant, type Tenant, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 const SCOPES = ['conversations:create', 'conversations:read', 'messages:create', 'messages:read'];
 const withoutIds = (a: Answer) => a.text.replace(/req_[0-9a-z]+/g, 'req_X');

@@ -6,17 +6,9 @@ import { forgetCredentials } from '../api/credentials';
 import { errorEnvelope } from '../api/middleware/errorEnvelope';
 import { requestContext } from '../api/middleware/requestContext';
 import { db } from '../db/sequelize';
-import { call, closeAll, providerRequests, startApi, tenant, type Answer } from './support/stack';
+import { type Answer, call, providerRequests, tenant, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 const withoutIds = (a: Answer) => a.text.replace(/req_[0-9a-z]+/g, 'req_X');
 

@@ -2,16 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
 import { mintId } from '../domain/ids';
-import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer, type Tenant } from './support/stack';
+import { type Answer, call, providerRequests, scriptModel, tenant, type Tenant, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 const SCOPES = ['responses:create', 'logs:read'];
 const logs = (key: string | undefined, query = ''): Promise<Answer> => call(api.url, 'GET', `/api/v2/logs${query}`, { key });

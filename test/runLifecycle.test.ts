@@ -1,28 +1,12 @@
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
-import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer } from './support/stack';
+import { type Answer, call, providerRequests, scriptModel, tenant, until, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 const SCOPES = ['agents:run'];
 const withoutIds = (a: Answer) => a.text.replace(/req_[0-9a-z]+/g, 'req_X');
 const run = (key: string, agent: string, body: Record<string, unknown>) => call(api.url, 'POST', `/api/v2/agents/${agent}/runs`, { key, body });
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 async function runStatus(id: string): Promise<string> {
   const [row] = await db().query<{ status: string }>('SELECT status FROM runs WHERE public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });

@@ -3,7 +3,7 @@ import { resetConfig } from '../domain/config';
 import { runEventsKey } from '../domain/streamEvents';
 import { redis } from '../api/redis';
 import { db } from '../db/sequelize';
-import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Tenant } from './support/stack';
+import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Tenant, until } from './support/stack';
 import { allFrames, frames, openStream, TERMINALS, type Frame } from './support/sse';
 
 let api: { url: string; close(): Promise<void> };
@@ -19,15 +19,6 @@ afterAll(async () => {
 
 const SCOPES = ['responses:create', 'agents:run', 'conversations:create', 'messages:create'];
 const CHUNKS = ['Hel', 'lo, ', 'wor', 'ld.'];
-
-async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 300; i++) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 const events = (fs: Frame[]) => fs.filter((f) => f.event).map((f) => f.event);
 

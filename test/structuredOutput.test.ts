@@ -1,13 +1,6 @@
-import { call, closeAll, providerRequests, scriptModel, startApi, tenant } from './support/stack';
+import { call, providerRequests, scriptModel, tenant, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 const PERSON = {
   type: 'json_schema',

@@ -1,15 +1,8 @@
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
-import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer } from './support/stack';
+import { type Answer, call, providerRequests, scriptModel, tenant, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 /*
  * Validation runs before authentication, so most cases need no credential: a refused body answers

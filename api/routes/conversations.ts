@@ -8,7 +8,8 @@ import { execute } from '../execution';
 import { scope, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
 import { findInWorkspace, notFound } from '../tenancy';
-import { createConversationSchema, messagePageSchema, validated } from '../validation/conversation';
+import { createConversationSchema, messagePageSchema } from '../validation/conversation';
+import { validated } from '../validation/validate';
 import { parseExecutionRequest } from '../validation/runtimeInput';
 
 const DEFAULT_PAGE = 20;

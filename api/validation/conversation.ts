@@ -1,5 +1,4 @@
 import * as yup from 'yup';
-import { invalidRequest } from '../../domain/errors';
 import { runtimeInputSchema } from './runtimeInput';
 
 /** POST /api/v2/conversations: agent, channel and external_ref share the runtime input's rules. */
@@ -25,12 +24,3 @@ export const messagePageSchema = yup
     limit: yup.number().typeError('limit must be an integer').integer('limit must be an integer').min(1, 'limit must be at least 1').max(100, 'limit must be at most 100'),
   })
   .noUnknown(true, 'unknown query parameter: ${unknown}');
-
-export function validated<T>(schema: yup.Schema<T>, value: unknown): T {
-  try {
-    return schema.validateSync(value ?? {}, { abortEarly: true });
-  } catch (err) {
-    if (err instanceof yup.ValidationError) throw invalidRequest(err.errors[0] ?? 'Invalid request.');
-    throw err;
-  }
-}

@@ -1,6 +1,7 @@
 import * as yup from 'yup';
 import { invalidRequest } from '../../domain/errors';
-import type { Attachment, ResponseFormat, RunOptions } from '../../domain/runs';
+import type { Attachment, ResponseFormat, RunInput, RunOptions } from '../../domain/runs';
+import { validated } from './validate';
 import { schemaProblem } from '../../domain/structuredOutput';
 
 /** Options callers may never set, with the reason the service decides them itself. */
@@ -97,26 +98,10 @@ export const runtimeInputSchema = yup
   })
   .strict();
 
-export interface ExecutionRequest {
+/** The caller's part of a run: what the body says, checked, before anything is resolved. */
+export type ExecutionRequest = Pick<RunInput, 'externalRef' | 'input' | 'attachments' | 'channel' | 'locale' | 'metadata' | 'requestContext' | 'options'> & {
   agent?: string;
-  externalRef?: string;
-  input: string | Record<string, unknown>;
-  attachments: Attachment[];
-  channel: string;
-  locale?: string;
-  metadata: Record<string, unknown>;
-  requestContext: Record<string, unknown>;
-  options: RunOptions;
-}
-
-function validate<T>(schema: yup.Schema<T>, value: unknown): T {
-  try {
-    return schema.validateSync(value, { abortEarly: true, stripUnknown: false });
-  } catch (err) {
-    if (err instanceof yup.ValidationError) throw invalidRequest(err.errors[0] ?? 'Invalid request.');
-    throw err;
-  }
-}
+};
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -133,7 +118,7 @@ export function parseResponseFormat(value: unknown): ResponseFormat {
   if (value === undefined) return { type: 'text' };
   const object = typeof value === 'string' ? { type: value } : value;
   if (!isObject(object)) throw invalidRequest('response_format must be a string or an object.');
-  const parsed = validate(responseFormatField, { response_format: object }).response_format;
+  const parsed = validated(responseFormatField, { response_format: object }).response_format;
   if (parsed.type === 'text') return { type: 'text' };
   if (parsed.type === 'json_object') return { type: 'json_object' };
   if (!parsed.schema) throw invalidRequest('response_format.schema is required when type is json_schema.');
@@ -153,8 +138,8 @@ export function parseExecutionRequest(body: unknown): ExecutionRequest {
   if (nested !== undefined && !isObject(nested)) throw invalidRequest('options must be an object.');
   if (nested) refuseForbidden(nested, 'options.');
   const flat = Object.fromEntries(OPTION_KEYS.filter((k) => body[k] !== undefined).map((k) => [k, body[k]]));
-  const options = validate(optionsSchema, { ...flat, ...nested });
-  const fields = validate(runtimeInputSchema, body);
+  const options = validated(optionsSchema, { ...flat, ...nested });
+  const fields = validated(runtimeInputSchema, body);
   const requestContext = fields.request_context ?? {};
   for (const key of Object.keys(requestContext)) {
     if (RESERVED_CONTEXT_KEYS.has(key)) throw invalidRequest(`request_context key "${key}" is reserved: identity, billing and permissions come from the credential.`);

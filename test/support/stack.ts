@@ -20,6 +20,36 @@ export async function startApi(): Promise<{ url: string; close(): Promise<void> 
   };
 }
 
+/**
+ * The API under test for one test file: started before its tests, closed with every pool after.
+ * Read `api.url` inside tests, not at module load.
+ */
+export function useApi(): { readonly url: string } {
+  let api: { url: string; close(): Promise<void> } | undefined;
+  beforeAll(async () => {
+    api = await startApi();
+  });
+  afterAll(async () => {
+    await api?.close();
+    await closeAll();
+  });
+  return {
+    get url() {
+      return api!.url;
+    },
+  };
+}
+
+/** Polls until the probe yields a value; bounded, so a broken feature fails instead of hanging. */
+export async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let i = 0; i < 300; i++) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
 /** Closes every pool this test file opened, so jest can exit cleanly. */
 export async function closeAll(): Promise<void> {
   const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../api/redis'), import('../../api/temporal')]);
