@@ -43,7 +43,7 @@ export function parseQueues(argv: string[]): TaskQueue[] {
 }
 
 /** Starts one worker per task queue on one connection; each polls its queue until shut down. */
-export async function startWorkers(queues: TaskQueue[]): Promise<RunningWorkers> {
+export async function startWorkers(queues: readonly string[]): Promise<RunningWorkers> {
   installRuntime();
   const c = config();
   const connection = await NativeConnection.connect({ address: c.temporalAddress });
