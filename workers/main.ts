@@ -1,3 +1,4 @@
+import { closeRedis } from '../api/redis';
 import { closeDb } from '../db/sequelize';
 import { logger } from '../domain/logger';
 import { parseQueues, startWorkers } from './worker';
@@ -9,8 +10,10 @@ async function main(): Promise<void> {
   logger.info({ queues }, 'worker started');
   // The Temporal runtime shuts workers down on SIGINT/SIGTERM; run() resolves once in-flight tasks finish.
   await running.done;
-  await closeDb();
+  await Promise.allSettled([closeDb(), closeRedis()]);
   logger.info('worker stopped');
+  // The SDK's native runtime keeps the event loop alive after every worker has stopped.
+  process.exit(0);
 }
 
 main().catch((err) => {
