@@ -1,4 +1,6 @@
+import { Client, Connection } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
+import { mintId, mintTraceId } from '../domain/ids';
 import { db } from '../db/sequelize';
 import { type Answer, call, providerRequests, scriptModel, tenant, until, useApi } from './support/stack';
 
@@ -36,6 +38,41 @@ describe('run retrieval', () => {
       expect(withoutIds(a)).toBe(withoutIds(b));
     }
     expect(await runStatus(foreign)).toBe('completed');
+  });
+});
+
+describe('a queued run', () => {
+  it('is visible as queued before any worker takes it up, and only to its workspace', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const other = await tenant({ scopes: SCOPES });
+    const [ws] = await db().query<{ id: number }>('SELECT id FROM workspaces WHERE public_id = :ws', { replacements: { ws: t.workspace }, type: QueryTypes.SELECT });
+    const input = {
+      runId: mintId('run'), kind: 'agent_run', requestId: mintId('request'), traceId: mintTraceId(),
+      workspace: { id: ws.id, publicId: t.workspace, tenantRef: null, partnerPublicId: null },
+      agent: { id: 0, publicId: t.agent, version: 1, config: {} },
+      input: 'hi', attachments: [], channel: '', metadata: { order: 9 }, requestContext: {},
+      options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } },
+      acceptedAt: Date.now(),
+    };
+    const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
+    // A task queue no worker polls: the run stays queued.
+    const handle = await client.workflow.start('agentRun', { taskQueue: `nobody-${input.runId}`, workflowId: input.runId, args: [input] });
+    try {
+      const got = await call(api.url, 'GET', `/api/v2/runs/${input.runId}`, { key: t.key });
+      expect(got.status).toBe(200);
+      expect(got.body).toEqual({
+        id: input.runId, status: 'queued', agent: t.agent, agent_version: 1, output: [],
+        usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_tokens: 0 },
+        metadata: { order: 9 }, request_id: input.requestId, trace_id: input.traceId,
+      });
+      const foreign = await call(api.url, 'GET', `/api/v2/runs/${input.runId}`, { key: other.key });
+      const missing = await call(api.url, 'GET', '/api/v2/runs/run_01hhhhhhhhhhhhhhhhhhhhhhhh', { key: other.key });
+      expect(foreign.status).toBe(404);
+      expect(withoutIds(foreign).replace(input.runId, 'X')).toBe(withoutIds(missing).replace('run_01hhhhhhhhhhhhhhhhhhhhhhhh', 'X'));
+    } finally {
+      await handle.terminate('test over');
+      await client.connection.close();
+    }
   });
 });
 

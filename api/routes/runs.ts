@@ -1,8 +1,10 @@
 import Router from '@koa/router';
 import { QueryTypes } from 'sequelize';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { isGrpcServiceError, WorkflowNotFoundError } from '@temporalio/client';
 import { invalidRequest, type RunStatus } from '../../domain/errors';
-import { TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunResponse, type Usage } from '../../domain/runs';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { hasPrefix } from '../../domain/ids';
+import { TERMINAL_STATUSES, toRunResponse, ZERO_USAGE, type OutputItem, type RunInput, type RunResponse, type Usage } from '../../domain/runs';
 import { db } from '../../db/sequelize';
 import { scope, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
@@ -24,6 +26,9 @@ interface RunRow {
   trace_id: string;
 }
 
+const CANCEL_WAIT_MS = 5000;
+const GRPC_NOT_FOUND = 5;
+
 /** The run as recorded, scoped to the caller's workspace: a foreign run is the same 404 as a missing one. */
 async function loadRun(workspaceId: number, publicId: string): Promise<RunResponse> {
   const [row] = await db().query<RunRow>(
@@ -33,7 +38,7 @@ async function loadRun(workspaceId: number, publicId: string): Promise<RunRespon
       WHERE r.public_id = :publicId AND r.workspace_id = :workspaceId`,
     { replacements: { publicId, workspaceId }, type: QueryTypes.SELECT },
   );
-  if (!row) throw notFound('run_not_found');
+  if (!row) return queuedRun(workspaceId, publicId);
   return toRunResponse({
     id: row.public_id,
     status: row.status,
@@ -46,6 +51,36 @@ async function loadRun(workspaceId: number, publicId: string): Promise<RunRespon
     metadata: row.metadata,
     requestId: row.request_id,
     traceId: row.trace_id,
+  });
+}
+
+/**
+ * A run whose workflow has started but that no worker has begun yet has no record: it is `queued`,
+ * described from the workflow's own input (the run is recorded when a worker takes it up).
+ */
+async function queuedRun(workspaceId: number, publicId: string): Promise<RunResponse> {
+  if (!hasPrefix('run', publicId)) throw notFound('run_not_found');
+  let input: RunInput | undefined;
+  try {
+    const history = await (await temporal()).workflow.getHandle(publicId).fetchHistory();
+    const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    input = payload ? defaultPayloadConverter.fromPayload<RunInput>(payload) : undefined;
+  } catch (err) {
+    // fetchHistory answers a missing workflow with the raw gRPC NOT_FOUND.
+    if (!(err instanceof WorkflowNotFoundError) && !(isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND)) throw err;
+  }
+  if (!input || input.workspace.id !== workspaceId) throw notFound('run_not_found');
+  return toRunResponse({
+    id: input.runId,
+    status: 'queued',
+    agent: input.agent.publicId,
+    agentVersion: input.agent.version,
+    conversation: input.kind === 'response' ? undefined : input.conversation?.publicId,
+    output: [],
+    usage: ZERO_USAGE,
+    metadata: input.metadata,
+    requestId: input.requestId,
+    traceId: input.traceId,
   });
 }
 
@@ -74,8 +109,8 @@ export function runsRoutes(router: Router<AppState>): void {
       const handle = (await temporal()).workflow.getHandle(run.id);
       try {
         await handle.cancel();
-        // The workflow settles the run as cancelled; wait for that so the answer shows it.
-        await handle.result().catch(() => undefined);
+        // The workflow settles the run as cancelled; wait (bounded: a queued run needs a worker) so the answer shows it.
+        await Promise.race([handle.result().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS).unref())]);
       } catch (err) {
         if (!(err instanceof WorkflowNotFoundError)) throw err;
       }
