@@ -17,6 +17,8 @@ export const ERROR_TABLE = {
   provider_unavailable: { http: 502, runStatus: 'failed' },
   rate_limited: { http: 429, runStatus: 'blocked' },
   run_not_found: { http: 404, runStatus: 'failed' },
+  // Not in the spec's table: a dependency the request cannot safely go without (Redis for rate limits) is down.
+  service_unavailable: { http: 503, runStatus: 'failed' },
   structured_output_failed: { http: 422, runStatus: 'failed' },
   tool_execution_failed: { http: 502, runStatus: 'failed' },
   usage_blocked: { http: 402, runStatus: 'blocked' },

@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../../domain/errors';
 import { logger } from '../../domain/logger';
 import type { AppState } from '../state';
@@ -19,10 +19,14 @@ export const errorEnvelope: Middleware<AppState> = async (ctx, next) => {
   } catch (err) {
     const known = err instanceof ServiceError;
     if (!known) logger.error({ err, request_id: ctx.state.requestId }, 'unhandled error');
-    const failure = known ? err : new ServiceError('internal_error', 'Internal error.');
-    ctx.status = failure.httpStatus;
-    for (const [name, value] of Object.entries(failure.headers)) ctx.set(name, value);
-    const body: ErrorBody = { error: { code: failure.code, message: failure.message, request_id: ctx.state.requestId } };
-    ctx.body = body;
+    renderFailure(ctx, known ? err : new ServiceError('internal_error', 'Internal error.'));
   }
 };
+
+/** Answers a failure in the envelope; idempotent endpoints also call it, to store what they answer. */
+export function renderFailure(ctx: Context & { state: AppState }, failure: ServiceError): void {
+  ctx.status = failure.httpStatus;
+  for (const [name, value] of Object.entries(failure.headers)) ctx.set(name, value);
+  const body: ErrorBody = { error: { code: failure.code, message: failure.message, request_id: ctx.state.requestId } };
+  ctx.body = body;
+}

@@ -2,6 +2,8 @@ import Router from '@koa/router';
 import { invalidRequest } from '../../domain/errors';
 import { execute } from '../execution';
 import { scope } from '../middleware/auth';
+import { idempotent } from '../middleware/idempotent';
+import { rateLimit } from '../middleware/rateLimit';
 import type { AppState } from '../state';
 import { parseExecutionRequest } from '../validation/runtimeInput';
 
@@ -16,6 +18,8 @@ export function responsesRoutes(router: Router<AppState>): void {
       await next();
     },
     scope('responses:create'),
+    rateLimit({ endpoint: 'responses', agent: (ctx) => ctx.state.execution?.agent, endUser: (ctx) => ctx.state.execution?.externalRef }),
+    idempotent({ endpoint: 'responses', marker: 'Idempotency-Replayed' }),
     async (ctx) => {
       const request = ctx.state.execution!;
       await execute(ctx, request, { kind: 'response', agentPublicId: request.agent! });

@@ -3,6 +3,7 @@ import { Agent, AgentVersion } from './agent';
 import { ApiKey } from './apiKey';
 import { Conversation, Message } from './conversation';
 import { Document } from './document';
+import { IdempotencyKey } from './idempotencyKey';
 import { KnowledgeCollection } from './knowledgeCollection';
 import { LedgerLine } from './ledgerLine';
 import { OutboxEvent } from './outboxEvent';
@@ -11,7 +12,7 @@ import { Run } from './run';
 import { RunLog } from './runLog';
 import { Workspace } from './workspace';
 
-export { Agent, AgentVersion, ApiKey, Conversation, Document, KnowledgeCollection, LedgerLine, Message, OutboxEvent, Partner, Run, RunLog, Workspace };
+export { Agent, AgentVersion, ApiKey, Conversation, Document, IdempotencyKey, KnowledgeCollection, LedgerLine, Message, OutboxEvent, Partner, Run, RunLog, Workspace };
 
 let ready = false;
 
@@ -19,7 +20,7 @@ let ready = false;
 export function models(): void {
   if (ready) return;
   const sequelize = db();
-  for (const model of [Partner, Workspace, ApiKey, Agent, AgentVersion, Conversation, Message, Run, LedgerLine, OutboxEvent, RunLog, Document, KnowledgeCollection]) {
+  for (const model of [Partner, Workspace, ApiKey, Agent, AgentVersion, Conversation, Message, Run, LedgerLine, OutboxEvent, RunLog, Document, KnowledgeCollection, IdempotencyKey]) {
     model.setup(sequelize);
   }
   ready = true;

@@ -1,0 +1,143 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Op, QueryTypes } from 'sequelize';
+import { now } from '../domain/clock';
+import { IdempotencyKey, models } from '../db/models';
+import { db } from '../db/sequelize';
+
+/** A finished request replays for this long (spec: 24 hours). */
+export const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** A claim whose request never finished is released after this long (spec: 15 minutes). */
+export const CLAIM_TIMEOUT_MS = 15 * 60 * 1000;
+/** Expired rows are purged by the claims themselves, at most this often per process. */
+const PURGE_EVERY_MS = 60 * 1000;
+const PURGE_BATCH = 500;
+
+/** The caller identity a key is scoped by: endpoint, environment and credential (spec: never the workspace alone). */
+export interface IdempotencyScope {
+  endpoint: string;
+  environment: string;
+  /** The credential's database key (for the record) and public id (for the scope). */
+  apiKeyKey: number;
+  apiKeyId: string;
+  key: string;
+}
+
+export interface StoredResponse {
+  kind: 'body' | 'stream';
+  status: number;
+  /** The response headers that are part of the answer (content type, Retry-After, ...). */
+  headers: Record<string, string>;
+  body: Buffer;
+  runId: string | null;
+}
+
+export type Claim =
+  | { outcome: 'claimed'; complete(response: StoredResponse): Promise<void>; release(): Promise<void> }
+  | { outcome: 'replay'; response: StoredResponse }
+  | { outcome: 'conflict'; reason: 'different_request' | 'in_flight' };
+
+const sha256 = (...parts: (string | Buffer)[]) => {
+  const hash = createHash('sha256');
+  // Length-prefixed, so no two different part lists hash alike.
+  for (const part of parts) hash.update(`${Buffer.byteLength(part)}:`).update(part);
+  return hash.digest('hex');
+};
+
+export const scopeHashOf = (s: IdempotencyScope) => sha256(s.endpoint, s.environment, s.apiKeyId, s.key);
+
+/** What "the same request" means: method, path with query, and the raw body bytes. */
+export const fingerprintOf = (method: string, url: string, rawBody: Buffer) => sha256(method, url, rawBody);
+
+let lastPurge = Number.NEGATIVE_INFINITY;
+
+/** Deletes up to a batch of expired rows (finished past replay, or claims past release); returns how many. */
+export async function purgeExpired(at = now()): Promise<number> {
+  const deleted = await db().query(
+    `DELETE FROM idempotency_keys WHERE id IN (
+       SELECT id FROM idempotency_keys WHERE expires_at <= :at ORDER BY expires_at LIMIT :batch FOR UPDATE SKIP LOCKED)
+     RETURNING id`,
+    { replacements: { at: new Date(at), batch: PURGE_BATCH }, type: QueryTypes.SELECT },
+  );
+  return deleted.length;
+}
+
+async function purgeNowAndThen(at: number): Promise<void> {
+  if (at - lastPurge < PURGE_EVERY_MS) return;
+  lastPurge = at;
+  await purgeExpired(at);
+}
+
+/**
+ * Claims the key in one statement: a new key is inserted; an expired row (a finished request past
+ * its replay window, or a claim past its 15 minutes) is taken over in place. Row locking under
+ * ON CONFLICT makes exactly one of any number of concurrent callers the owner.
+ */
+async function tryClaim(scopeHash: string, scope: IdempotencyScope, fingerprint: string, at: number): Promise<string | undefined> {
+  const token = randomUUID();
+  const rows = await db().query<{ claim_token: string }>(
+    `INSERT INTO idempotency_keys AS k (scope_hash, endpoint, api_key_id, fingerprint, state, claim_token, created_at, expires_at)
+     VALUES (:scopeHash, :endpoint, :apiKeyKey, :fingerprint, 'in_flight', :token, :at, :releaseAt)
+     ON CONFLICT (scope_hash) DO UPDATE
+       SET fingerprint = EXCLUDED.fingerprint, state = 'in_flight', claim_token = EXCLUDED.claim_token, kind = NULL,
+           run_public_id = NULL, response_status = NULL, response_headers = NULL, response_body = NULL,
+           created_at = EXCLUDED.created_at, completed_at = NULL, expires_at = EXCLUDED.expires_at
+       WHERE k.expires_at <= :at
+     RETURNING claim_token`,
+    {
+      replacements: { scopeHash, endpoint: scope.endpoint, apiKeyKey: scope.apiKeyKey, fingerprint, token, at: new Date(at), releaseAt: new Date(at + CLAIM_TIMEOUT_MS) },
+      type: QueryTypes.SELECT,
+    },
+  );
+  return rows[0]?.claim_token === token ? token : undefined;
+}
+
+function owned(scopeHash: string, token: string): Claim {
+  const where = { scopeHash, claimToken: token };
+  return {
+    outcome: 'claimed',
+    async complete(response) {
+      const at = now();
+      await IdempotencyKey.update(
+        {
+          state: 'completed',
+          kind: response.kind,
+          runPublicId: response.runId,
+          responseStatus: response.status,
+          responseHeaders: response.headers,
+          responseBody: response.body,
+          completedAt: new Date(at),
+          expiresAt: new Date(at + REPLAY_WINDOW_MS),
+        },
+        { where },
+      );
+    },
+    async release() {
+      await IdempotencyKey.destroy({ where });
+    },
+  };
+}
+
+/**
+ * The idempotency decision for one request: the caller owns the key now, or replays the stored
+ * response, or is refused because the key is in use by a different request or still running.
+ */
+export async function claim(scope: IdempotencyScope, fingerprint: string): Promise<Claim> {
+  models();
+  const scopeHash = scopeHashOf(scope);
+  const at = now();
+  await purgeNowAndThen(at);
+  // The existing row can vanish between the two statements (released or purged): then claim again.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const token = await tryClaim(scopeHash, scope, fingerprint, at);
+    if (token) return owned(scopeHash, token);
+    const row = await IdempotencyKey.findOne({ where: { scopeHash, expiresAt: { [Op.gt]: new Date(at) } } });
+    if (!row) continue;
+    if (row.fingerprint !== fingerprint) return { outcome: 'conflict', reason: 'different_request' };
+    if (row.state === 'in_flight') return { outcome: 'conflict', reason: 'in_flight' };
+    return {
+      outcome: 'replay',
+      response: { kind: row.kind!, status: row.responseStatus!, headers: row.responseHeaders ?? {}, body: row.responseBody ?? Buffer.alloc(0), runId: row.runPublicId ?? null },
+    };
+  }
+  return { outcome: 'conflict', reason: 'in_flight' };
+}

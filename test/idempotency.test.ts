@@ -1,0 +1,287 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { QueryTypes } from 'sequelize';
+import * as admin from '../api/admin/commands';
+import { CLAIM_TIMEOUT_MS, REPLAY_WINDOW_MS } from '../api/idempotency';
+import { scope } from '../api/middleware/auth';
+import { errorEnvelope } from '../api/middleware/errorEnvelope';
+import { idempotent } from '../api/middleware/idempotent';
+import { jsonBody } from '../api/middleware/jsonBody';
+import { requestContext } from '../api/middleware/requestContext';
+import type { AppState } from '../api/state';
+import { hashApiKey } from '../domain/apiKeys';
+import { setClock } from '../domain/clock';
+import { ServiceError } from '../domain/errors';
+import { db } from '../db/sequelize';
+import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer } from './support/stack';
+
+let api: { url: string; close(): Promise<void> };
+
+beforeAll(async () => {
+  api = await startApi();
+});
+afterEach(() => setClock());
+afterAll(async () => {
+  await api.close();
+  await closeAll();
+});
+
+const respond = (key: string, idempotencyKey: string, body: unknown) =>
+  call(api.url, 'POST', '/api/v2/responses', { key, body, headers: { 'Idempotency-Key': idempotencyKey } });
+
+const marker = (a: Answer) => a.headers.get('idempotency-replayed');
+
+async function runsOf(workspace: string): Promise<number> {
+  const [row] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM runs r JOIN workspaces w ON w.id = r.workspace_id WHERE w.public_id = :ws', {
+    replacements: { ws: workspace },
+    type: QueryTypes.SELECT,
+  });
+  return row.n;
+}
+
+async function recordsOf(key: string): Promise<{ state: string }[]> {
+  return db().query<{ state: string }>('SELECT i.state FROM idempotency_keys i JOIN api_keys k ON k.id = i.api_key_id WHERE k.key_hash = :hash', {
+    replacements: { hash: hashApiKey(key) },
+    type: QueryTypes.SELECT,
+  });
+}
+
+async function until(condition: () => Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((r) => setTimeout(r, 25));
+}
+
+describe('replay', () => {
+  it('answers the same key and body with the stored response, byte for byte, status and headers included', async () => {
+    const t = await tenant();
+    const body = { agent: t.agent, input: 'hello', metadata: { order: 1 } };
+    const first = await respond(t.key, 'order-1', body);
+    const again = await respond(t.key, 'order-1', body);
+
+    expect(first.status).toBe(200);
+    expect(marker(first)).toBeNull();
+    expect(again.status).toBe(200);
+    expect(marker(again)).toBe('true');
+    expect(again.headers.get('idempotent-replay')).toBeNull();
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get('content-type')).toBe(first.headers.get('content-type'));
+    // The replay is a request of its own, while its body is the original's.
+    expect(again.headers.get('x-request-id')).not.toBe(first.headers.get('x-request-id'));
+    expect(await providerRequests(t.model)).toHaveLength(1);
+    expect(await runsOf(t.workspace)).toBe(1);
+  });
+
+  it('replays a failure from after the claim too, with its status', async () => {
+    const t = await tenant();
+    const body = { agent: 'agt_01aaaaaaaaaaaaaaaaaaaaaaaa', input: 'hello' };
+    const first = await respond(t.key, 'missing-agent', body);
+    const again = await respond(t.key, 'missing-agent', body);
+    expect(first.status).toBe(404);
+    expect(first.body.error.code).toBe('agent_not_found');
+    expect(again.status).toBe(404);
+    expect(again.text).toBe(first.text);
+    expect(marker(again)).toBe('true');
+  });
+
+  it('refuses the same key with a different body: 409 idempotency_conflict, never a replay', async () => {
+    const t = await tenant();
+    await respond(t.key, 'order-2', { agent: t.agent, input: 'hello' });
+    const different = await respond(t.key, 'order-2', { agent: t.agent, input: 'goodbye' });
+    expect(different.status).toBe(409);
+    expect(different.body.error.code).toBe('idempotency_conflict');
+    expect(marker(different)).toBeNull();
+    // The fingerprint is the raw bytes: the same JSON written differently is a different request.
+    const respaced = await call(api.url, 'POST', '/api/v2/responses', {
+      key: t.key,
+      raw: JSON.stringify({ agent: t.agent, input: 'hello' }, null, 2),
+      headers: { 'Idempotency-Key': 'order-2' },
+    });
+    expect(respaced.status).toBe(409);
+    expect(await providerRequests(t.model)).toHaveLength(1);
+  });
+
+  it('keeps each credential’s keys apart', async () => {
+    const t = await tenant();
+    const other = await admin.createWorkspaceKey({ workspace: t.workspace, scopes: 'responses:create' });
+    const body = { agent: t.agent, input: 'hello' };
+    const mine = await respond(t.key, 'shared-key', body);
+    const theirs = await respond(other.key, 'shared-key', body);
+    expect(theirs.status).toBe(200);
+    expect(marker(theirs)).toBeNull();
+    expect(theirs.body.id).not.toBe(mine.body.id);
+    expect(await providerRequests(t.model)).toHaveLength(2);
+  });
+
+  it('refuses a key longer than 255 characters with 400', async () => {
+    const t = await tenant();
+    const tooLong = await respond(t.key, 'k'.repeat(256), { agent: t.agent, input: 'hello' });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.error.code).toBe('invalid_request');
+    expect(tooLong.body.error.message).toContain('Idempotency-Key');
+    expect((await respond(t.key, 'k'.repeat(255), { agent: t.agent, input: 'hello' })).status).toBe(200);
+    expect(await providerRequests(t.model)).toHaveLength(1);
+  });
+});
+
+describe('concurrency', () => {
+  it('executes 50 concurrent requests with one key once; the rest replay or are refused', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'only once', delayMs: 500 }]);
+    const body = { agent: t.agent, input: 'hello' };
+    const answers = await Promise.all(Array.from({ length: 50 }, () => respond(t.key, 'burst', body)));
+
+    const originals = answers.filter((a) => a.status === 200 && marker(a) === null);
+    expect(originals).toHaveLength(1);
+    const [original] = originals;
+    expect(original.body.output).toEqual([{ type: 'text', text: 'only once' }]);
+    for (const a of answers) {
+      if (a === original) continue;
+      if (a.status === 200) {
+        expect(marker(a)).toBe('true');
+        expect(a.text).toBe(original.text);
+      } else {
+        expect(a.status).toBe(409);
+        expect(a.body.error.code).toBe('idempotency_conflict');
+      }
+    }
+    expect(answers.filter((a) => a.status === 409).length).toBeGreaterThan(0);
+    expect(await providerRequests(t.model)).toHaveLength(1);
+    expect(await runsOf(t.workspace)).toBe(1);
+  });
+});
+
+describe('time', () => {
+  it('replays for 24 hours, then runs the request again', async () => {
+    const t = await tenant();
+    const body = { agent: t.agent, input: 'hello' };
+    const start = Date.now();
+
+    setClock(() => start - REPLAY_WINDOW_MS + 60_000);
+    const recent = await respond(t.key, 'recent', body);
+    setClock(() => start - REPLAY_WINDOW_MS - 1_000);
+    const old = await respond(t.key, 'old', body);
+    setClock();
+
+    const replayed = await respond(t.key, 'recent', body);
+    expect(marker(replayed)).toBe('true');
+    expect(replayed.text).toBe(recent.text);
+    const rerun = await respond(t.key, 'old', body);
+    expect(rerun.status).toBe(200);
+    expect(marker(rerun)).toBeNull();
+    expect(rerun.body.id).not.toBe(old.body.id);
+    expect(await providerRequests(t.model)).toHaveLength(3);
+  });
+
+  it('refuses a key whose request is running, and releases a claim that never finished after 15 minutes', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'slow', delayMs: 2000 }, { text: 'taken over' }]);
+    const body = { agent: t.agent, input: 'hello' };
+    const start = Date.now();
+
+    setClock(() => start - CLAIM_TIMEOUT_MS - 1_000);
+    const first = respond(t.key, 'stuck', body);
+    await until(async () => (await providerRequests(t.model)).length === 1);
+    setClock(() => start - CLAIM_TIMEOUT_MS + 1_000);
+    const running = await respond(t.key, 'stuck', body);
+    expect(running.status).toBe(409);
+    expect(running.body.error.code).toBe('idempotency_conflict');
+    expect(running.body.error.message).toContain('in progress');
+
+    setClock();
+    const takeover = await respond(t.key, 'stuck', body);
+    expect(takeover.status).toBe(200);
+    expect(marker(takeover)).toBeNull();
+    expect(takeover.body.output).toEqual([{ type: 'text', text: 'taken over' }]);
+
+    // The original finishing late must not overwrite the record that now belongs to the takeover.
+    expect((await first).body.output).toEqual([{ type: 'text', text: 'slow' }]);
+    const replayed = await respond(t.key, 'stuck', body);
+    expect(marker(replayed)).toBe('true');
+    expect(replayed.text).toBe(takeover.text);
+  });
+
+  it('purges expired records as later claims arrive', async () => {
+    const t = await tenant();
+    const body = { agent: t.agent, input: 'hello' };
+    const start = Date.now();
+    setClock(() => start - REPLAY_WINDOW_MS - 60 * 60_000);
+    await respond(t.key, 'to-purge', body);
+    expect(await recordsOf(t.key)).toEqual([{ state: 'completed' }]);
+
+    // Minutes ahead, so the purge that this claim triggers runs whatever the last one was.
+    setClock(() => start + 2 * 60_000);
+    const other = await tenant();
+    await respond(other.key, 'trigger', { agent: other.agent, input: 'hello' });
+    expect(await recordsOf(t.key)).toEqual([]);
+  });
+});
+
+describe('declared on other endpoints', () => {
+  let server: Server;
+  let url: string;
+  const executions = { jobs: 0, reports: 0 };
+  let failNext = false;
+
+  beforeAll(async () => {
+    const app = new Koa<AppState>();
+    app.silent = true;
+    const router = new Router<AppState>();
+    router.post('/api/v2/jobs', scope('jobs:create'), idempotent({ endpoint: 'jobs', marker: 'Idempotent-Replay' }), (ctx) => {
+      if (failNext) {
+        failNext = false;
+        throw new Error('boom');
+      }
+      executions.jobs += 1;
+      ctx.status = 202;
+      ctx.set('Location', `/api/v2/jobs/job_${executions.jobs}`);
+      ctx.body = { id: `job_${executions.jobs}`, status: 'queued' };
+    });
+    router.post('/api/v2/reports', scope('reports:create'), idempotent({ endpoint: 'reports', marker: 'Idempotent-Replay' }), (ctx) => {
+      executions.reports += 1;
+      if (executions.reports > 1) throw new ServiceError('invalid_request', 'inputs is required.');
+      ctx.status = 201;
+      ctx.body = { id: 'rpt_1' };
+    });
+    app.use(requestContext).use(errorEnvelope).use(jsonBody).use(router.routes());
+    server = await new Promise((resolve) => {
+      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    });
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('marks replays Idempotent-Replay on jobs and reports, keeping the stored status and headers', async () => {
+    const t = await tenant({ scopes: ['jobs:create', 'reports:create'] });
+    const job = (key: string) => call(url, 'POST', '/api/v2/jobs', { key: t.key, body: { type: 'export' }, headers: { 'Idempotency-Key': key } });
+    const first = await job('job-key');
+    const again = await job('job-key');
+    expect(first.status).toBe(202);
+    expect(again.status).toBe(202);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get('location')).toBe('/api/v2/jobs/job_1');
+    expect(again.headers.get('idempotent-replay')).toBe('true');
+    expect(again.headers.get('idempotency-replayed')).toBeNull();
+    expect(first.headers.get('idempotent-replay')).toBeNull();
+    expect(executions.jobs).toBe(1);
+
+    // The same key on another endpoint is another key.
+    const report = await call(url, 'POST', '/api/v2/reports', { key: t.key, body: { type: 'export' }, headers: { 'Idempotency-Key': 'job-key' } });
+    expect(report.status).toBe(201);
+    expect(report.headers.get('idempotent-replay')).toBeNull();
+  });
+
+  it('releases the key after an internal error, so a retry runs', async () => {
+    const t = await tenant({ scopes: ['jobs:create'] });
+    const job = () => call(url, 'POST', '/api/v2/jobs', { key: t.key, body: { type: 'retry' }, headers: { 'Idempotency-Key': 'flaky' } });
+    failNext = true;
+    const failed = await job();
+    expect(failed.status).toBe(500);
+    expect(failed.body.error.code).toBe('internal_error');
+    const before = executions.jobs;
+    const retried = await job();
+    expect(retried.status).toBe(202);
+    expect(retried.headers.get('idempotent-replay')).toBeNull();
+    expect(executions.jobs).toBe(before + 1);
+  });
+});
