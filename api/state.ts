@@ -1,5 +1,6 @@
 import type { Scope } from '../domain/scopes';
 import type { KeyKind } from '../domain/apiKeys';
+import type { Conversation } from '../db/models';
 import type { CreateConversation } from './validation/conversation';
 import type { ExecutionRequest } from './validation/runtimeInput';
 
@@ -24,6 +25,8 @@ export interface AppState {
   /** The validated body of an execution request, parsed before authentication. */
   execution?: ExecutionRequest;
   conversationRequest?: CreateConversation;
+  /** The conversation a message is posted to, looked up once per request. */
+  conversation?: Conversation;
   messagePage?: { after?: string; limit?: number };
 }
 

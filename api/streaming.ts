@@ -18,6 +18,8 @@ export interface RelayOptions {
   after?: string;
   /** The original stream's client going away cancels the run; a follower's does not. */
   cancelOnDisconnect: boolean;
+  /** Extra response headers (an idempotent replay's marker). */
+  headers?: Record<string, string>;
 }
 
 function outcomeOrFailure(handle: WorkflowHandle, o: RelayOptions): Promise<RunOutcome> {
@@ -44,6 +46,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     'X-Accel-Buffering': 'no',
     'X-Stream-Version': STREAM_VERSION,
     'X-Request-Id': o.requestId,
+    ...o.headers,
   });
   res.socket?.setNoDelay(true);
   let closed = false;

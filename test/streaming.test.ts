@@ -158,4 +158,19 @@ describe('streaming', () => {
     expect(deltas).toEqual([1, 2]);
     expect(fs.at(-1)).toMatchObject({ event: 'response.failed', data: { error: { code: 'structured_output_failed' }, status: 'failed' } });
   });
+
+  it('replays a streamed request under the same Idempotency-Key as its stream, on every execution endpoint', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    for (const [path, extra] of await endpoints(t)) {
+      await scriptModel(t.model, [{ chunks: ['x', 'y'] }]);
+      const key = `idem-${path}`;
+      const body = { ...extra, input: 'once', stream: true };
+      const first = (await allFrames(await openStream(api.url, path, t.key, body, { 'Idempotency-Key': key }))).filter((f) => f.event);
+      const again = await openStream(api.url, path, t.key, body, { 'Idempotency-Key': key });
+      expect(again.headers.get('idempotency-replayed')).toBe('true');
+      const replayed = (await allFrames(again)).filter((f) => f.event);
+      expect(replayed.map((f) => [f.id, f.event])).toEqual(first.map((f) => [f.id, f.event]));
+      expect(await providerRequests(t.model)).toHaveLength(1);
+    }
+  });
 });

@@ -3,6 +3,8 @@ import { invalidRequest, ServiceError } from '../../domain/errors';
 import { logger } from '../../domain/logger';
 import { claim, fingerprintOf, type StoredResponse } from '../idempotency';
 import type { AppState } from '../state';
+import { relayRunEvents } from '../streaming';
+import { temporal } from '../temporal';
 import { renderFailure } from './errorEnvelope';
 
 /** Spec: an Idempotency-Key is at most 255 characters. */
@@ -56,13 +58,13 @@ function send(ctx: Ctx, response: StoredResponse): void {
   ctx.body = response.body.length > 0 ? response.body : null;
 }
 
-function replay(ctx: Ctx, response: StoredResponse, marker: string): void {
+async function replay(ctx: Ctx, response: StoredResponse, marker: string): Promise<void> {
   if (response.runId) ctx.state.runId = response.runId;
-  if (response.kind === 'stream') {
-    throw new ServiceError(
-      'idempotency_conflict',
-      `The request with this Idempotency-Key was answered as a stream (run ${response.runId}); read it again at GET /api/v2/runs/${response.runId}/events.`,
-    );
+  if (response.kind === 'stream' && response.runId) {
+    // A streamed answer is replayed as the run's event stream, from its first event.
+    const handle = (await temporal()).workflow.getHandle(response.runId);
+    await relayRunEvents(ctx, handle, { runId: response.runId, requestId: ctx.state.requestId, cancelOnDisconnect: false, headers: { [marker]: 'true' } });
+    return;
   }
   send(ctx, response);
   ctx.set(marker, 'true');

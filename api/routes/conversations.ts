@@ -4,13 +4,12 @@ import { ServiceError, invalidRequest } from '../../domain/errors';
 import { Agent, Conversation, models } from '../../db/models';
 import { conversationObject, openConversation } from '../../db/conversations';
 import { db } from '../../db/sequelize';
-import { execute } from '../execution';
 import { scope, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
 import { findInWorkspace, notFound } from '../tenancy';
 import { createConversationSchema, messagePageSchema } from '../validation/conversation';
 import { validated } from '../validation/validate';
-import { parseExecutionRequest } from '../validation/runtimeInput';
+import { executionEndpoint } from './executionEndpoint';
 
 const DEFAULT_PAGE = 20;
 
@@ -58,22 +57,32 @@ export function conversationsRoutes(router: Router<AppState>): void {
     ctx.body = conversationObject(conversation, await agentIdOf(conversation));
   });
 
+  /** The conversation is looked up once: its agent and end user feed the rate limits, then it runs. */
+  const conversationOf = async (ctx: { state: AppState; params: Record<string, string> }): Promise<Conversation | undefined> => {
+    models();
+    ctx.state.conversation ??= await publicConversation(workspaceOf(ctx.state.principal).id, ctx.params.id).catch(() => undefined);
+    return ctx.state.conversation;
+  };
+
   router.post(
     '/api/v2/conversations/:id/messages',
-    async (ctx, next) => {
-      ctx.state.execution = parseExecutionRequest(ctx.request.body);
-      await next();
-    },
-    scope('messages:create'),
-    async (ctx) => {
-      models();
-      const request = ctx.state.execution!;
-      const conversation = await publicConversation(workspaceOf(ctx.state.principal).id, ctx.params.id);
-      const agent = await agentIdOf(conversation);
-      if (!agent) throw new ServiceError('agent_not_available', 'This conversation has no assistant.');
-      if (request.agent !== undefined && request.agent !== agent) throw invalidRequest("agent is taken from the conversation; a different agent in the body is refused.");
-      await execute(ctx, request, { kind: 'message', agentPublicId: agent, conversation });
-    },
+    ...executionEndpoint({
+      endpoint: 'conversation_messages',
+      scope: 'messages:create',
+      agent: async (ctx) => {
+        const conversation = await conversationOf(ctx);
+        return conversation ? (await agentIdOf(conversation)) ?? undefined : undefined;
+      },
+      endUser: async (ctx) => (await conversationOf(ctx))?.externalRef ?? undefined,
+      target: async (ctx, request) => {
+        const conversation = await conversationOf(ctx);
+        if (!conversation) throw notFound('conversation_not_found');
+        const agent = await agentIdOf(conversation);
+        if (!agent) throw new ServiceError('agent_not_available', 'This conversation has no assistant.');
+        if (request.agent !== undefined && request.agent !== agent) throw invalidRequest('agent is taken from the conversation; a different agent in the body is refused.');
+        return { kind: 'message', agentPublicId: agent, conversation };
+      },
+    }),
   );
 
   router.get('/api/v2/conversations/:id/messages', async (ctx, next) => {
