@@ -1,6 +1,6 @@
 import { logger } from '../domain/logger';
 import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, type StreamEventType } from '../domain/streamEvents';
-import { redis } from '../api/redis';
+import { redis } from '../db/redis';
 
 /**
  * Appends events to a run's Redis stream. Appends on one connection keep their order, so callers

@@ -3,7 +3,7 @@ import { config } from '../domain/config';
 import { logger } from '../domain/logger';
 import { closeDb } from '../db/sequelize';
 import { createApp } from './app';
-import { closeRedis } from './redis';
+import { closeRedis } from '../db/redis';
 import { closeTemporal } from './temporal';
 
 /** Stops taking connections, lets in-flight requests finish (bounded), then closes the pools. */

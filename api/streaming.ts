@@ -5,7 +5,7 @@ import { logger } from '../domain/logger';
 import { config } from '../domain/config';
 import type { RunOutcome } from '../domain/runs';
 import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../domain/streamEvents';
-import { redis } from './redis';
+import { redis } from '../db/redis';
 import type { AppState } from './state';
 
 /** How long a read blocks in Redis before the loop looks at the run's outcome again. */

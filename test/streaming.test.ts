@@ -1,7 +1,7 @@
 import { QueryTypes } from 'sequelize';
 import { resetConfig } from '../domain/config';
 import { runEventsKey } from '../domain/streamEvents';
-import { redis } from '../api/redis';
+import { redis } from '../db/redis';
 import { db } from '../db/sequelize';
 import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Tenant, until } from './support/stack';
 import { allFrames, frames, openStream, TERMINALS, type Frame } from './support/sse';

@@ -1,4 +1,4 @@
-import { closeRedis } from '../api/redis';
+import { closeRedis } from '../db/redis';
 import { closeDb } from '../db/sequelize';
 import { logger } from '../domain/logger';
 import { parseQueues, startWorkers } from './worker';

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { db } from '../../db/sequelize';
-import { redis } from '../redis';
+import { redis } from '../../db/redis';
 import type { AppState } from '../state';
 import { temporal } from '../temporal';
 

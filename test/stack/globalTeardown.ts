@@ -14,7 +14,7 @@ export default async function globalTeardown(): Promise<void> {
   const stack = (globalThis as { __stack?: StackHandles }).__stack;
   if (!stack) return;
   await stack.workers.shutdown();
-  const [{ closeDb }, { closeRedis }] = await Promise.all([import('../../db/sequelize'), import('../../api/redis')]);
+  const [{ closeDb }, { closeRedis }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis')]);
   await Promise.all([closeDb(), closeRedis()]);
   await stack.stub.stop();
   const exited = new Promise((resolve) => stack.temporal.once('exit', resolve));

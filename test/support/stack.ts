@@ -52,7 +52,7 @@ export async function until<T>(probe: () => Promise<T | undefined>, what: string
 
 /** Closes every pool this test file opened, so jest can exit cleanly. */
 export async function closeAll(): Promise<void> {
-  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../api/redis'), import('../../api/temporal')]);
+  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis'), import('../../api/temporal')]);
   await Promise.all([closeDb(), closeRedis(), closeTemporal()]);
 }
 
