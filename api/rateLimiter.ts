@@ -57,8 +57,9 @@ function withCheck(client: Redis): WithCheck {
   return client as unknown as WithCheck;
 }
 
-/** End-user references are caller-chosen text of up to 200 characters: hashed to keep keys short. */
+/** End-user references (possibly personal data) and overlong agent ids are hashed to keep keys short and opaque. */
 const digest = (value: string) => createHash('sha256').update(value).digest('hex').slice(0, 32);
+const readable = (id: string) => (id.length <= 64 ? id : digest(id));
 
 function configuredLimits(): Limits {
   const c = config().rateLimits;
@@ -92,7 +93,7 @@ export class RateLimiter {
       ['credential', subject.credential],
       ['tenant', subject.tenant],
       ['tenant_endpoint', subject.endpoint],
-      ['agent', subject.agent],
+      ['agent', subject.agent === undefined ? undefined : readable(subject.agent)],
       ['principal', subject.endUser === undefined ? undefined : digest(subject.endUser)],
     ];
     const counters = ids.filter((c): c is [Dimension, string] => c[1] !== undefined && limits[c[0]] > 0);
