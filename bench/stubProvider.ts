@@ -1,0 +1,84 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+
+/** The token the bench puts in a request's input, so a provider request can be matched to the client's. */
+export const tokenTag = (token: string) => `[bench:${token}]`;
+const TOKEN = /\[bench:([A-Za-z0-9_-]+)\]/;
+
+/**
+ * After the first chunk, the rest of a streamed reply follows this much later, as a real model's
+ * would: a path that holds deltas back until the provider's reply ends then shows up as overhead.
+ */
+export const STREAM_TAIL_MS = 50;
+
+const REPLY = ['stub ', 'reply'];
+const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, prompt_tokens_details: { cached_tokens: 0 } };
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
+}
+
+/**
+ * An OpenAI-compatible Chat Completions stub (the shape of test/stack/stubProvider.ts's default
+ * reply) that answers at once and, for streamed calls, notes when it wrote the first content chunk.
+ * It lives in the bench's own process, so that moment and the client's read the same clock.
+ */
+export class BenchStub {
+  private server: Server | undefined;
+  private readonly firstChunkAt = new Map<string, number>();
+  url = '';
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      this.complete(req, res).catch((err) => {
+        if (!res.headersSent) res.writeHead(500);
+        res.end(String(err));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  /** When the first content chunk for this token was written (performance.now()), once. */
+  takeFirstChunkAt(token: string): number | undefined {
+    const at = this.firstChunkAt.get(token);
+    this.firstChunkAt.delete(token);
+    return at;
+  }
+
+  private async complete(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
+      res.writeHead(404).end();
+      return;
+    }
+    const body = await readJson(req);
+    const base = { id: 'chatcmpl-bench', created: Math.floor(Date.now() / 1000), model: String(body.model) };
+    if (!body.stream) {
+      const message = { role: 'assistant', content: REPLY.join('') };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'stop' }], usage: USAGE }));
+      return;
+    }
+    const messages = (body.messages ?? []) as { role: string; content: unknown }[];
+    const token = TOKEN.exec(JSON.stringify(messages.filter((m) => m.role === 'user').at(-1)?.content ?? ''))?.[1];
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
+    const send = (payload: unknown) => res.write(`data: ${JSON.stringify(payload)}\n\n`);
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    if (token) this.firstChunkAt.set(token, performance.now());
+    send(chunk({ content: REPLY[0] }));
+    await new Promise((resolve) => setTimeout(resolve, STREAM_TAIL_MS).unref());
+    if (res.destroyed) return;
+    send(chunk({ content: REPLY[1] }));
+    send(chunk({}, 'stop'));
+    send({ ...base, object: 'chat.completion.chunk', choices: [], usage: USAGE });
+    res.end('data: [DONE]\n\n');
+  }
+}
