@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type * as floorActivities from './floorWorker';
+import type * as floorActivities from './floorActivities';
 
 // A regular (not local) activity, as the run's model call is: one activity-task round trip.
 const { noop } = proxyActivities<typeof floorActivities>({ startToCloseTimeout: '60s' });

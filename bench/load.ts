@@ -9,6 +9,8 @@ export type Operation = () => Promise<number | void>;
 export interface Summary {
   /** Requests measured (warm-up excluded) and how many of them failed. */
   n: number;
+  /** Requests that succeeded over the whole phase, warm-up included: what the processes' CPU time was spent on. */
+  served: number;
   errors: number;
   p50_ms: number;
   p95_ms: number;
@@ -40,6 +42,7 @@ class Recorder {
   latencies: number[] = [];
   extras: number[] = [];
   errors = 0;
+  served = 0;
   firstError: string | undefined;
 
   async time(op: Operation, keep: boolean): Promise<{ started: number; ended: number; ok: boolean }> {
@@ -56,6 +59,7 @@ class Recorder {
       }
     }
     const ended = performance.now();
+    if (ok) this.served++;
     if (keep && ok) {
       this.latencies.push(ended - started);
       if (typeof extra === 'number') this.extras.push(extra);
@@ -67,6 +71,7 @@ class Recorder {
     const p = percentiles(this.latencies);
     return {
       n,
+      served: this.served,
       errors: this.errors,
       p50_ms: p.p50,
       p95_ms: p.p95,

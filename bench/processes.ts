@@ -1,26 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { createWriteStream, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePort, SEARCH_ATTRIBUTE_FLAGS } from '../test/stack/temporalServer';
-
-/** The project root; the bench runs compiled, from dist/bench/. */
-export const ROOT = path.resolve(__dirname, '../..');
+import { PROJECT_ROOT } from '../workers/temporalDevServer';
 
 const STOP_GRACE_MS = 5000;
+/** Where the children's output goes: the service logs at its production level, and the bench keeps it. */
+export const LOG_DIR = path.join(PROJECT_ROOT, 'bench/results/logs');
 
-export function answers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
-
-/** Polls `ready` every 100 ms until it holds; a child dying meanwhile rejects through Children.died. */
+/** Polls `ready` every 100 ms until it holds. */
 export async function waitFor(what: string, ready: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -32,7 +19,7 @@ export async function waitFor(what: string, ready: () => Promise<boolean>, timeo
 
 /**
  * Every process the bench starts. A child that exits before stopAll() rejects `died`, so the bench
- * stops rather than measure a dead process; its last output goes into the error.
+ * stops rather than measure a dead process; the end of its output goes into the error.
  */
 export class Children {
   private readonly running: { name: string; child: ChildProcess }[] = [];
@@ -43,19 +30,22 @@ export class Children {
   constructor() {
     // Observed only while the bench races against it; a rejection after that is already handled.
     this.died.catch(() => undefined);
+    mkdirSync(LOG_DIR, { recursive: true });
   }
 
-  /** `echo`: forward the child's output, line by line and prefixed, to stderr (the service's warnings). */
-  spawn(name: string, command: string, args: string[], env: NodeJS.ProcessEnv, echo: boolean): ChildProcess {
-    const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  /** Starts a child whose stdout and stderr go to bench/results/logs/<name>.log. */
+  spawn(name: string, command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+    const child = spawn(command, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const log = createWriteStream(path.join(LOG_DIR, `${name}.log`));
+    child.stdout!.pipe(log, { end: false });
+    child.stderr!.pipe(log, { end: false });
+    return this.adopt(name, child);
+  }
+
+  /** Watches a child started elsewhere (the Temporal dev server) like the ones spawn() starts. */
+  adopt(name: string, child: ChildProcess): ChildProcess {
     let tail = '';
-    const take = (chunk: Buffer) => {
-      const text = chunk.toString();
-      tail = (tail + text).slice(-4000);
-      if (echo) for (const line of text.split('\n')) if (line.trim()) process.stderr.write(`[${name}] ${line}\n`);
-    };
-    child.stdout!.on('data', take);
-    child.stderr!.on('data', take);
+    for (const out of [child.stdout, child.stderr]) out?.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000)));
     child.once('exit', (code, signal) => {
       const at = this.running.findIndex((r) => r.child === child);
       if (at !== -1) this.running.splice(at, 1);
@@ -89,56 +79,87 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
-/**
- * An in-memory Temporal dev server on free ports, as test/stack/temporalServer.ts's startTemporal()
- * starts it. That function cannot be called from dist/: it finds the CLI relative to its own file,
- * which compiled is dist/test/stack/, one level too deep.
- */
-export async function startTemporal(children: Children): Promise<string> {
-  const [port, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
-  children.spawn(
-    'temporal',
-    path.join(ROOT, '.tools/bin/temporal'),
-    ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--http-port', String(httpPort), '--metrics-port', String(metricsPort), '--log-level', 'error', ...SEARCH_ATTRIBUTE_FLAGS],
-    process.env,
-    false,
-  );
-  await waitFor('the Temporal dev server', () => answers(port), 30_000);
-  return `127.0.0.1:${port}`;
+const TICKS_PER_SECOND = 100;
+
+interface ProcStat {
+  rssMb: number;
+  cpuMs: number;
 }
 
-/** Resident set size of a live process in MB, from /proc; undefined once it has gone. */
-function rssMb(pid: number): number | undefined {
+/** A live process's resident set and CPU time so far, from /proc; undefined once it has gone. */
+function procStat(pid: number): ProcStat | undefined {
   try {
-    const kb = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kb === undefined ? undefined : Number(kb) / 1024;
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15, rss (pages) 24.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return { rssMb: (Number(fields[21]) * 4096) / 2 ** 20, cpuMs: (ticks * 1000) / TICKS_PER_SECOND };
   } catch {
     return undefined;
   }
 }
 
-/** Samples the named processes' RSS every 200 ms; during() reports each one's peak over a phase. */
-export class RssSampler {
+/** Every process whose command name is `comm` (all of PostgreSQL's backends, say). */
+function pidsNamed(comm: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === comm;
+      } catch {
+        return false;
+      }
+    });
+}
+
+/** A named group of processes: one pid, or every process with a command name (looked up per sample). */
+export type Watched = number | { comm: string };
+
+export interface PhaseUsage {
+  /** Peak RSS of each group over the phase (the sum over a group's processes), MB. */
+  peakRssMb: Record<string, number>;
+  /** CPU time each group used during the phase, ms. */
+  cpuMs: Record<string, number>;
+}
+
+/**
+ * Samples the watched processes every 200 ms: their peak RSS over a phase, and the CPU time each
+ * used in it, which divided by the requests served gives what one request costs where.
+ */
+export class ProcessSampler {
   private peaks: Record<string, number> = {};
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly pids: Record<string, number>) {
+  constructor(private readonly watched: Record<string, Watched>) {
     this.timer = setInterval(() => this.sample(), 200).unref();
   }
 
-  private sample(): void {
-    for (const [name, pid] of Object.entries(this.pids)) {
-      const mb = rssMb(pid);
-      if (mb !== undefined) this.peaks[name] = Math.max(this.peaks[name] ?? 0, mb);
+  private read(): Record<string, ProcStat> {
+    const out: Record<string, ProcStat> = {};
+    for (const [name, what] of Object.entries(this.watched)) {
+      const stats = (typeof what === 'number' ? [what] : pidsNamed(what.comm)).map(procStat).filter((s): s is ProcStat => s !== undefined);
+      out[name] = { rssMb: stats.reduce((sum, s) => sum + s.rssMb, 0), cpuMs: stats.reduce((sum, s) => sum + s.cpuMs, 0) };
     }
+    return out;
   }
 
-  async during<T>(phase: () => Promise<T>): Promise<{ result: T; peaks: Record<string, number> }> {
+  private sample(): Record<string, ProcStat> {
+    const now = this.read();
+    for (const [name, s] of Object.entries(now)) this.peaks[name] = Math.max(this.peaks[name] ?? 0, s.rssMb);
+    return now;
+  }
+
+  async during<T>(phase: () => Promise<T>): Promise<{ result: T; usage: PhaseUsage }> {
     this.peaks = {};
-    this.sample();
+    const before = this.sample();
+    const ownBefore = process.cpuUsage();
     const result = await phase();
-    this.sample();
-    return { result, peaks: this.peaks };
+    const after = this.sample();
+    const own = process.cpuUsage(ownBefore);
+    const cpuMs: Record<string, number> = { bench: (own.user + own.system) / 1000 };
+    for (const name of Object.keys(after)) cpuMs[name] = after[name].cpuMs - (before[name]?.cpuMs ?? 0);
+    return { result, usage: { peakRssMb: { ...this.peaks }, cpuMs } };
   }
 
   stop(): void {

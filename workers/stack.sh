@@ -28,10 +28,10 @@ if reachable "$TEMPORAL_ADDRESS"; then
   echo "stack: using the Temporal server already at $TEMPORAL_ADDRESS" >&2
 else
   echo "stack: starting the Temporal dev server (state in .data/temporal.db)" >&2
+  mapfile -t dev_flags < <(grep -v -e '^#' -e '^$' workers/temporal-dev-server.args)
   .tools/bin/temporal server start-dev \
     --ip 127.0.0.1 --port "${TEMPORAL_ADDRESS##*:}" --ui-port "$UI_PORT" \
-    --db-filename .data/temporal.db --log-level warn \
-    --search-attribute WorkspaceId=Keyword --search-attribute AgentId=Keyword --search-attribute Kind=Keyword \
+    --db-filename .data/temporal.db --log-level warn "${dev_flags[@]}" \
     >.data/temporal.log 2>&1 &
   pids+=($!)
   for _ in $(seq 1 150); do reachable "$TEMPORAL_ADDRESS" && break; sleep 0.2; done

@@ -11,7 +11,7 @@ export interface RunningWorkers {
   shutdown(): Promise<void>;
 }
 
-let bundle: Promise<WorkflowBundle> | undefined;
+const bundles = new Map<string, Promise<WorkflowBundle>>();
 let runtimeInstalled = false;
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
@@ -28,10 +28,19 @@ function installRuntime(): void {
 const quiet = new DefaultLogger('WARN', (entry) => logger.warn({ sdk: 'temporal-bundler' }, entry.message));
 
 /** One webpack bundle of the workflow code, shared by every worker in the process. */
-function workflowBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: quiet });
+function workflowBundle(workflowsPath: string): Promise<WorkflowBundle> {
+  let bundle = bundles.get(workflowsPath);
+  if (!bundle) bundles.set(workflowsPath, (bundle = bundleWorkflowCode({ workflowsPath, logger: quiet })));
   return bundle;
 }
+
+/** What a worker runs: the service's workflows and activities, or the bench's floor. */
+export interface WorkerCode {
+  workflowsPath: string;
+  activities: object;
+}
+
+const SERVICE_CODE: WorkerCode = { workflowsPath: require.resolve('../workflows'), activities };
 
 export function parseQueues(argv: string[]): TaskQueue[] {
   const at = argv.indexOf('--queues');
@@ -42,15 +51,18 @@ export function parseQueues(argv: string[]): TaskQueue[] {
   return names as TaskQueue[];
 }
 
-/** Starts one worker per task queue on one connection; each polls its queue until shut down. */
-export async function startWorkers(queues: readonly string[]): Promise<RunningWorkers> {
+/**
+ * Starts one worker per task queue on one connection; each polls its queue until shut down. The
+ * bench's floor worker is started here too, so it has exactly the service worker's settings.
+ */
+export async function startWorkers(queues: readonly string[], code: WorkerCode = SERVICE_CODE): Promise<RunningWorkers> {
   installRuntime();
   const c = config();
   const connection = await NativeConnection.connect({ address: c.temporalAddress });
-  const workflowBundleCode = await workflowBundle();
+  const workflowBundleCode = await workflowBundle(code.workflowsPath);
   const workers = await Promise.all(
     queues.map((taskQueue) =>
-      Worker.create({ connection, namespace: c.temporalNamespace, taskQueue, workflowBundle: workflowBundleCode, activities }),
+      Worker.create({ connection, namespace: c.temporalNamespace, taskQueue, workflowBundle: workflowBundleCode, activities: code.activities }),
     ),
   );
   const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());

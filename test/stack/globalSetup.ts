@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { startTemporal } from './temporalServer';
+import { startDevServer } from '../../workers/temporalDevServer';
 import { StubProvider } from './stubProvider';
 import type { StackHandles } from './globalTeardown';
 
@@ -9,7 +9,7 @@ import type { StackHandles } from './globalTeardown';
  * Test files inherit the environment set here and start their own in-process API.
  */
 export default async function globalSetup(): Promise<void> {
-  const temporal = await startTemporal();
+  const temporal = await startDevServer();
   const stub = new StubProvider();
   const stubUrl = await stub.start();
   const database = `aes_test_${randomBytes(4).toString('hex')}`;

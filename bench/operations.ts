@@ -1,0 +1,75 @@
+import { performance } from 'node:perf_hooks';
+import type { Operation } from './load';
+import { FLOOR_QUEUE, type Stack } from './stack';
+import { tokenTag } from './stubProvider';
+
+/** GET through the whole API: authenticated, scoped, rate-limited, one indexed query. */
+export const AUTH_GET_PATH = '/api/v2/logs?limit=1';
+
+async function expectOk(res: Response, what: string): Promise<string> {
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 300)}`);
+  return text;
+}
+
+/** Reads an event stream to its end: the event types in order, and when the first text delta arrived. */
+async function readEvents(res: Response): Promise<{ events: string[]; firstDeltaAt?: number }> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const events: string[] = [];
+  let buffer = '';
+  let firstDeltaAt: number | undefined;
+  for (;;) {
+    const { done, value } = await reader.read();
+    const at = performance.now();
+    if (done) return { events, firstDeltaAt };
+    buffer += decoder.decode(value, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+      const type = /^event: (.+)$/m.exec(buffer.slice(0, end))?.[1];
+      buffer = buffer.slice(end + 2);
+      // Frames without an event line are keep-alive comments.
+      if (!type) continue;
+      events.push(type);
+      if (type === 'response.output_text.delta') firstDeltaAt ??= at;
+    }
+  }
+}
+
+/** The measured operations; each throws unless it got the success it expects. */
+export function operations(s: Stack): Record<'floor' | 'run' | 'stream' | 'authGet' | 'bareKoa', Operation> {
+  let floorSeq = 0;
+  let streamSeq = 0;
+  const respond = (input: string, stream: boolean) =>
+    fetch(`${s.api}/api/v2/responses`, { method: 'POST', headers: s.auth, body: JSON.stringify({ agent: s.agent, input, ...(stream && { stream }) }) });
+  return {
+    async floor() {
+      const handle = await s.client.workflow.start('floorWorkflow', { taskQueue: FLOOR_QUEUE, workflowId: `floor-${++floorSeq}` });
+      await handle.result();
+    },
+    async run() {
+      const status = (JSON.parse(await expectOk(await respond('Say hello.', false), 'POST /api/v2/responses')) as { status?: string }).status;
+      if (status !== 'completed') throw new Error(`run ended ${status}`);
+    },
+    /** One streamed run; returns its first-delta overhead: the client's first delta minus the stub's first chunk. */
+    async stream() {
+      const token = `s${++streamSeq}`;
+      const res = await respond(`Say hello. ${tokenTag(token)}`, true);
+      if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+        await expectOk(res, 'streamed POST /api/v2/responses');
+        throw new Error('the streamed request was answered without an event stream');
+      }
+      const { events, firstDeltaAt } = await readEvents(res);
+      const sentAt = s.stub.takeFirstChunkAt(token);
+      if (events[0] !== 'response.started' || events.at(-1) !== 'response.completed' || firstDeltaAt === undefined || sentAt === undefined) {
+        throw new Error(`unexpected stream: ${events.join(', ') || 'no events'}`);
+      }
+      return firstDeltaAt - sentAt;
+    },
+    async authGet() {
+      await expectOk(await fetch(`${s.api}${AUTH_GET_PATH}`, { headers: s.auth }), `GET ${AUTH_GET_PATH}`);
+    },
+    async bareKoa() {
+      await expectOk(await fetch(`${s.bareKoa}/ping`), 'bare Koa');
+    },
+  };
+}

@@ -1,0 +1,140 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import { PROJECT_ROOT } from '../workers/temporalDevServer';
+import type { Summary } from './load';
+import { AUTH_GET_PATH } from './operations';
+import type { PhaseUsage } from './processes';
+import { STREAM_TAIL_MS } from './stubProvider';
+
+/** A phase at concurrency 32: its figures, and what its requests cost each process. */
+export interface Loaded {
+  summary: Summary;
+  usage: PhaseUsage;
+}
+
+export interface Measured {
+  quick: boolean;
+  settings: unknown;
+  floor: { c1: Summary; c32: Loaded };
+  run: { c1: Summary; c32: Loaded };
+  stream: { c1: Summary; c32: Loaded };
+  authGet: Loaded;
+  bareKoa: Loaded;
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+const ratio = (a: number, b: number) => (a && b ? round2(a / b) : null);
+
+/** CPU milliseconds per served request, per process group: where a request's cost goes. */
+function cpuPerRequest(l: Loaded): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, ms] of Object.entries(l.usage.cpuMs)) if (ms > 0) out[name] = round2(ms / Math.max(1, l.summary.served));
+  return out;
+}
+
+const figures = ({ extra: _extra, ...rest }: Summary) => rest;
+const loaded = (l: Loaded) => ({ ...figures(l.summary), cpu_ms_per_request: cpuPerRequest(l) });
+
+const FAIRNESS = [
+  'floor: workflow floorWorkflow = one regular activity that does nothing, on its own task queue, on the same Temporal',
+  "  server; its worker is started by the service's own startWorkers() (same runtime, connection and worker settings)",
+  "  with only the floor's code; started and awaited with api/temporal.ts's client (workflow.start + handle.result, as",
+  '  the API does) from the bench process. Not in the floor: search attributes and memo, a real input, and the service',
+  '  worker polling three queues.',
+  `stream: the stub writes its first chunk at once and the rest ${STREAM_TAIL_MS} ms later; overhead = the client's first`,
+  '  response.output_text.delta minus the stub writing its first chunk, both on the bench process clock.',
+  `auth_get: GET ${AUTH_GET_PATH} through the API process; bare_koa: one @koa/router route in its own node process.`,
+  'cpu ms/request: CPU time each process group used during the c32 phase (warm-up included) over the requests served.',
+  'All processes, the load generator and the stub provider share this machine; the service runs at its default log level.',
+];
+
+/** Prints the table and writes bench/results/latest.json; targets are reported, never asserted. */
+export function report(m: Measured): void {
+  const overhead = m.stream.c1.extra ?? null;
+  const ratios = {
+    run_over_floor_p50_c1: ratio(m.run.c1.p50_ms, m.floor.c1.p50_ms),
+    run_over_floor_rps_c32: ratio(m.run.c32.summary.rps, m.floor.c32.summary.rps),
+    auth_get_over_bare_koa_rps: ratio(m.authGet.summary.rps, m.bareKoa.summary.rps),
+  };
+  // Memory under the c32 load: the highest peak of any c32 phase.
+  const peak = (name: string) => round2(Math.max(0, ...[m.floor.c32, m.run.c32, m.stream.c32, m.authGet, m.bareKoa].map((l) => l.usage.peakRssMb[name] ?? 0)));
+  const rss = { api: peak('api'), worker: peak('worker'), floor_worker: peak('floor_worker') };
+  const target = (name: string, value: number | null, sense: '<=' | '>=', limit: number) => ({
+    name,
+    value,
+    target: `${sense} ${limit}`,
+    met: value === null ? null : sense === '<=' ? value <= limit : value >= limit,
+  });
+  const targets = [
+    target('run_over_floor_p50_c1', ratios.run_over_floor_p50_c1, '<=', 1.5),
+    target('run_over_floor_rps_c32', ratios.run_over_floor_rps_c32, '>=', 0.8),
+    target('stream_first_delta_overhead_p50_ms', overhead?.p50 ?? null, '<=', 5),
+    target('auth_get_over_bare_koa_rps', ratios.auth_get_over_bare_koa_rps, '>=', 0.5),
+    target('api_rss_mb_c32', rss.api, '<=', 200),
+    target('worker_rss_mb_c32', rss.worker, '<=', 400),
+  ];
+
+  const json = {
+    date: new Date().toISOString(),
+    quick: m.quick,
+    nproc: availableParallelism(),
+    node: process.version,
+    settings: m.settings,
+    floor: { c1: figures(m.floor.c1), c32: loaded(m.floor.c32) },
+    run: { c1: figures(m.run.c1), c32: loaded(m.run.c32) },
+    stream: {
+      first_delta_overhead_ms: overhead,
+      c1: { ...figures(m.stream.c1), first_delta_overhead_ms: m.stream.c1.extra ?? null },
+      c32: { ...loaded(m.stream.c32), first_delta_overhead_ms: m.stream.c32.summary.extra ?? null },
+      provider_tail_ms: STREAM_TAIL_MS,
+    },
+    auth_get: { endpoint: `GET ${AUTH_GET_PATH}`, ...loaded(m.authGet) },
+    bare_koa: { endpoint: 'GET /ping', ...loaded(m.bareKoa) },
+    rss_mb: rss,
+    ratios,
+    targets,
+  };
+  const file = path.join(PROJECT_ROOT, 'bench/results/latest.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(json, null, 2) + '\n');
+
+  const cell = (v: number | string | null | undefined, w: number) => String(v ?? '-').padStart(w);
+  const row = (name: string, conc: number, s: Summary) =>
+    `${name.padEnd(24)}${cell(conc, 5)}${cell(s.n, 7)}${cell(s.errors, 7)}${cell(s.p50_ms, 9)}${cell(s.p95_ms, 9)}${cell(s.p99_ms, 9)}${cell(s.rps, 9)}`;
+  const overheadRow = (conc: number, s: Summary) =>
+    `${'stream first-delta ovh'.padEnd(24)}${cell(conc, 5)}${cell(s.extra?.n, 7)}${cell('', 7)}${cell(s.extra?.p50, 9)}${cell(s.extra?.p95, 9)}${cell(s.extra?.p99, 9)}`;
+  const c32Phases: [string, Loaded][] = [['floor', m.floor.c32], ['run', m.run.c32], ['stream', m.stream.c32], ['auth_get', m.authGet], ['bare_koa', m.bareKoa]];
+  const groups = [...new Set(c32Phases.flatMap(([, l]) => Object.keys(cpuPerRequest(l))))];
+  const lines = [
+    '',
+    `Agent Execution Service bench${m.quick ? ' (--quick)' : ''}: ${json.date}, nproc ${json.nproc}, node ${json.node}`,
+    '',
+    `${'phase'.padEnd(24)}${cell('conc', 5)}${cell('n', 7)}${cell('errors', 7)}${cell('p50 ms', 9)}${cell('p95 ms', 9)}${cell('p99 ms', 9)}${cell('rps', 9)}`,
+    row('floor', 1, m.floor.c1),
+    row('floor', 32, m.floor.c32.summary),
+    row('run', 1, m.run.c1),
+    row('run', 32, m.run.c32.summary),
+    row('stream (whole run)', 1, m.stream.c1),
+    row('stream (whole run)', 32, m.stream.c32.summary),
+    overheadRow(1, m.stream.c1),
+    overheadRow(32, m.stream.c32.summary),
+    row('auth_get', 32, m.authGet.summary),
+    row('bare_koa', 32, m.bareKoa.summary),
+    '',
+    `cpu ms/request at c32   ${groups.map((g) => cell(g, 13)).join('')}`,
+    ...c32Phases.map(([name, l]) => `${name.padEnd(24)}${groups.map((g) => cell(cpuPerRequest(l)[g], 13)).join('')}`),
+    '',
+    `peak RSS under c32 load: api ${rss.api} MB, worker ${rss.worker} MB (floor worker ${rss.floor_worker} MB)`,
+    '',
+    'targets (reported, not asserted):',
+    ...targets.map((t) => `  ${t.name.padEnd(36)}${cell(t.value, 9)}  ${t.target.padEnd(8)}${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`),
+    '',
+    ...FAIRNESS,
+    ...[m.floor.c1, m.floor.c32.summary, m.run.c1, m.run.c32.summary, m.stream.c1, m.stream.c32.summary, m.authGet.summary, m.bareKoa.summary]
+      .flatMap((s) => (s.first_error ? [`first error: ${s.first_error}`] : [])),
+    `written: ${path.relative(process.cwd(), file)}`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
+}

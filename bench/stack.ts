@@ -1,0 +1,111 @@
+import path from 'node:path';
+import { Client as PgClient } from 'pg';
+import type { Client } from '@temporalio/client';
+import { createAgent, createWorkspace, createWorkspaceKey } from '../api/admin/commands';
+import { temporal } from '../api/temporal';
+import { migrate } from '../db/migrate';
+import { closeDb } from '../db/sequelize';
+import { answers, freePort, PROJECT_ROOT, startDevServer } from '../workers/temporalDevServer';
+import { Children, ProcessSampler, waitFor } from './processes';
+import { BenchStub } from './stubProvider';
+
+export const FLOOR_QUEUE = 'bench-floor';
+export const PROFILE_DIR = path.join(PROJECT_ROOT, 'bench/results/profiles');
+const SERVICE_QUEUE = 'agent-runs';
+/** Per 60 s window: far above what the load can send, so no request is refused, yet every limiter check still runs. */
+const RATE_LIMIT = '1000000000';
+
+/** Everything the bench started, and what the operations need to reach it. */
+export interface Stack {
+  api: string;
+  bareKoa: string;
+  auth: Record<string, string>;
+  agent: string;
+  /** The API's own Temporal client module, used by the bench process to start and await the floor. */
+  client: Client;
+  stub: BenchStub;
+  sampler: ProcessSampler;
+}
+
+/** Whether both the workflow and the activity side of a task queue have a poller. */
+async function polled(client: Client, taskQueue: string): Promise<boolean> {
+  for (const taskQueueType of [1, 2] as const) {
+    const { pollers } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: taskQueue }, taskQueueType });
+    if (!pollers?.length) return false;
+  }
+  return true;
+}
+
+export async function dropDatabase(database: string): Promise<void> {
+  const admin = new PgClient({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+  await admin.end();
+}
+
+/**
+ * The stack under test, all on this machine: an in-memory Temporal dev server (the project's flags),
+ * a fresh database with one workspace, key and agent, the stub provider in this process, and as
+ * child processes the API, the service worker, the floor worker and a bare Koa app. The service runs
+ * with its production defaults (log level included); only the rate limits are raised out of reach.
+ */
+/**
+ * `profile`: the API and the service worker run with --cpu-prof, writing to bench/results/profiles/<name>/
+ * (the worker writes one profile per thread: its main thread and its workflow thread).
+ */
+export async function startStack(children: Children, stub: BenchStub, database: string, profile: boolean): Promise<Stack> {
+  const temporalServer = await startDevServer();
+  children.adopt('temporal', temporalServer.process);
+  const stubUrl = await stub.start();
+  const [apiPort, bareKoaPort] = [await freePort(), await freePort()];
+  // The bench's own modules (migrate, admin commands, the Temporal client) read these.
+  Object.assign(process.env, { DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`, TEMPORAL_ADDRESS: temporalServer.address });
+
+  await migrate();
+  const workspace = await createWorkspace({ name: 'bench', credits: 1_000_000_000_000 });
+  const key = await createWorkspaceKey({ workspace: workspace.id, scopes: 'responses:create,logs:read', name: 'bench' });
+  const agent = await createAgent({ workspace: workspace.id, name: 'bench', config: { model: 'bench', instructions: 'Answer briefly.' } });
+  await closeDb();
+
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(apiPort),
+    MODEL_PROVIDER: 'openai',
+    MODEL_BASE_URL: `${stubUrl}/v1`,
+    MODEL_API_KEY: 'bench',
+    RATE_LIMIT_CREDENTIAL: RATE_LIMIT,
+    RATE_LIMIT_TENANT: RATE_LIMIT,
+    RATE_LIMIT_TENANT_ENDPOINT: RATE_LIMIT,
+    RATE_LIMIT_AGENT: RATE_LIMIT,
+    RATE_LIMIT_PRINCIPAL: RATE_LIMIT,
+    SHUTDOWN_GRACE_MS: '2000',
+  };
+  const node = (name: string, script: string, args: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
+    children.spawn(name, process.execPath, [script, ...args], { ...env, ...extra }).pid!;
+  const profiled = (name: string, script: string) =>
+    profile ? node(name, '--cpu-prof', ['--cpu-prof-dir', path.join(PROFILE_DIR, name), script]) : node(name, script);
+  const pids = {
+    api: profiled('api', 'dist/api/server.js'),
+    worker: profiled('worker', 'dist/workers/main.js'),
+    floor_worker: node('floor-worker', 'dist/bench/floorWorker.js', [FLOOR_QUEUE]),
+    bare_koa: node('bare-koa', 'dist/bench/bareKoa.js', [], { PORT: String(bareKoaPort) }),
+  };
+
+  const api = `http://127.0.0.1:${apiPort}`;
+  const client = await temporal();
+  await Promise.all([
+    waitFor('the API', async () => (await fetch(`${api}/readyz`)).status === 200),
+    waitFor('the service worker', () => polled(client, SERVICE_QUEUE)),
+    waitFor('the floor worker', () => polled(client, FLOOR_QUEUE)),
+    waitFor('the bare Koa app', () => answers(bareKoaPort)),
+  ]);
+  return {
+    api,
+    bareKoa: `http://127.0.0.1:${bareKoaPort}`,
+    auth: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+    agent: agent.id,
+    client,
+    stub,
+    sampler: new ProcessSampler({ ...pids, temporal: temporalServer.process.pid!, postgres: { comm: 'postgres' }, redis: { comm: 'redis-server' } }),
+  };
+}
