@@ -1,12 +1,10 @@
-import { QueryTypes, type Transaction } from 'sequelize';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
 import { addUsage, creditsFor, ledgerLine, TERMINAL_STATUSES, toRunResponse, ZERO_USAGE, type OutputItem, type RunInput, type RunOutcome, type RunResponse, type Usage } from '../domain/runs';
-import { Conversation, LedgerLine, Message, models, Run, RunLog } from '../db/models';
-import { db } from '../db/sequelize';
-import { openConversation } from '../db/conversations';
-import { recordEvent, type Correlation } from '../db/outbox';
+import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
+import { Outbox } from '../db/outbox';
+import { statement, transaction, type Sql } from '../db/sql';
 import { RunEvents } from './runEvents';
 
 export interface BegunRun {
@@ -16,8 +14,20 @@ export interface BegunRun {
   conversationChannel: string;
 }
 
-function correlation(input: RunInput): Correlation {
-  return { requestId: input.requestId, traceId: input.traceId };
+const outboxOf = (input: RunInput) => new Outbox(input.workspace, { requestId: input.requestId, traceId: input.traceId });
+
+const FIND_RUN = statement('SELECT id, conversation_id AS "conversationId" FROM runs WHERE public_id = $1');
+const INSERT_RUN = statement(
+  `INSERT INTO runs (public_id, workspace_id, agent_id, agent_version, conversation_id, kind, status, channel, request_id, trace_id, metadata, resource_id, started_at)
+   VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10, $11, now())
+   RETURNING id`,
+);
+const INSERT_MESSAGE = statement('INSERT INTO messages (public_id, conversation_id, run_id, role, content) VALUES ($1, $2, $3, $4, $5)');
+
+async function writeMessage(sql: Sql, outbox: Outbox, m: { conversation: { id: number; publicId?: string }; runKey: number; role: 'user' | 'assistant'; content: unknown }): Promise<void> {
+  const id = mintId('message');
+  await sql.rows(INSERT_MESSAGE, [id, m.conversation.id, m.runKey, m.role, JSON.stringify(m.content)]);
+  outbox.add(m.role === 'user' ? 'message.received' : 'message.sent', { id, conversation: m.conversation.publicId, role: m.role });
 }
 
 /**
@@ -25,40 +35,29 @@ function correlation(input: RunInput): Correlation {
  * in one transaction. Safe to repeat: a second call finds the run and changes nothing.
  */
 export async function beginRun(input: RunInput): Promise<BegunRun> {
-  models();
-  const begun = await db().transaction(async (t): Promise<BegunRun> => {
-    const existing = await Run.findOne({ where: { publicId: input.runId }, transaction: t });
-    if (existing) {
-      const conversation = (await Conversation.findByPk(existing.conversationId!, { transaction: t }))!;
-      return begunRun(existing.id, conversation);
-    }
-    const events = correlation(input);
-    const { conversation } = input.conversation
-      ? { conversation: (await Conversation.findByPk(input.conversation.id, { transaction: t }))! }
-      : await openConversation(t, { workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: input.kind === 'response' }, events);
-    const run = await Run.create(
-      {
-        publicId: input.runId,
-        workspaceId: input.workspace.id,
-        agentId: input.agent.id,
-        agentVersion: input.agent.version,
-        conversationId: conversation.id,
-        kind: input.kind,
-        status: 'running',
-        channel: input.channel,
-        requestId: input.requestId,
-        traceId: input.traceId,
-        metadata: input.metadata,
-        resourceId: input.resourceId ?? null,
-        startedAt: new Date(),
-      },
-      { transaction: t },
-    );
-    if (input.kind !== 'response') {
-      const message = await Message.create({ publicId: mintId('message'), conversationId: conversation.id, runId: run.id, role: 'user', content: input.input }, { transaction: t });
-      await recordEvent(t, input.workspace, 'message.received', { id: message.publicId, conversation: conversation.publicId, role: 'user' }, events);
-    }
-    await recordEvent(t, input.workspace, 'agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' }, events);
+  const begun = await transaction(async (sql): Promise<BegunRun> => {
+    const [existing] = await sql.rows<{ id: number; conversationId: number }>(FIND_RUN, [input.runId]);
+    if (existing) return begunRun(existing.id, await conversationById(sql, existing.conversationId));
+    const outbox = outboxOf(input);
+    const conversation = input.conversation
+      ? await conversationById(sql, input.conversation.id)
+      : (await openConversation(sql, { workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: input.kind === 'response' }, outbox)).conversation;
+    const [run] = await sql.rows<{ id: number }>(INSERT_RUN, [
+      input.runId,
+      input.workspace.id,
+      input.agent.id,
+      input.agent.version,
+      conversation.id,
+      input.kind,
+      input.channel,
+      input.requestId,
+      input.traceId,
+      JSON.stringify(input.metadata),
+      input.resourceId ?? null,
+    ]);
+    if (input.kind !== 'response') await writeMessage(sql, outbox, { conversation, runKey: run.id, role: 'user', content: input.input });
+    outbox.add('agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' });
+    await outbox.write(sql);
     return begunRun(run.id, conversation);
   });
   const stream = new RunEvents(input.runId);
@@ -68,7 +67,7 @@ export async function beginRun(input: RunInput): Promise<BegunRun> {
   return begun;
 }
 
-function begunRun(runKey: number, conversation: Conversation): BegunRun {
+function begunRun(runKey: number, conversation: ConversationRecord): BegunRun {
   return {
     runKey,
     conversationId: conversation.id,
@@ -105,86 +104,83 @@ export function runResponse(input: RunInput, begun: BegunRun, fields: { status: 
   });
 }
 
+const LOCK_RUN = statement('SELECT status, usage, consumed_usage AS "consumedUsage" FROM runs WHERE id = $1 FOR UPDATE');
+const SETTLE_RUN = statement('UPDATE runs SET status = $2, output = $3, usage = $4, error_code = $5, error_message = $6, completed_at = now() WHERE id = $1');
+/** The run's one ledger line and the debit of its credits; the balance comes back for the threshold check. */
+const BILL = statement(
+  `WITH line AS (
+     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) VALUES ($1, $2, $3, $4, $5, $6)
+   )
+   UPDATE workspaces SET credits = credits - $4 WHERE id = $1 RETURNING credits, usage_threshold AS "usageThreshold"`,
+);
+const INSERT_LOG = statement(
+  `INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+);
+
 /**
  * running → completed | failed | cancelled | blocked, exactly once: the final status, the ledger line,
  * the balance, the assistant message, the log entry and every event commit together. A repeated
  * call (a retried activity) finds the run already settled and returns what was stored.
  */
 export async function settleRun(s: Settlement): Promise<RunOutcome> {
-  models();
   const { input, begun } = s;
-  let outcome: RunOutcome = { run: runResponse(input, begun, s), ...(s.error && { error: s.error }) };
-  await db().transaction(async (t) => {
-    const row = (await Run.findByPk(begun.runKey, { attributes: ['status', 'usage', 'consumedUsage'], transaction: t, lock: t.LOCK.UPDATE }))!;
-    if (TERMINAL_STATUSES.has(row.status)) {
-      outcome = { run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) };
-      return;
-    }
+  const outcome = await transaction(async (sql): Promise<RunOutcome> => {
+    const [row] = await sql.rows<{ status: RunStatus; usage: Usage; consumedUsage: Usage | null }>(LOCK_RUN, [begun.runKey]);
+    if (TERMINAL_STATUSES.has(row.status)) return { run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) };
     // Calls cut short reported no usage; what they consumed was recorded on the run and is billed too.
     const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;
-    outcome = { run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) };
-    await Run.update(
-      {
-        status: s.status,
-        // Stateless responses keep a record of the request and its cost, not of the exchange.
-        output: input.kind === 'response' ? null : s.output,
-        usage,
-        errorCode: s.error?.code ?? null,
-        errorMessage: s.error?.message ?? null,
-        completedAt: new Date(),
-      },
-      { where: { id: begun.runKey }, transaction: t },
-    );
-    const events = correlation(input);
+    const outbox = outboxOf(input);
+    // Stateless responses keep a record of the request and its cost, not of the exchange.
+    const output = input.kind === 'response' ? null : JSON.stringify(s.output);
+    await sql.rows(SETTLE_RUN, [begun.runKey, s.status, output, JSON.stringify(usage), s.error?.code ?? null, s.error?.message ?? null]);
     const credits = creditsFor(usage);
-    await LedgerLine.create(
-      { workspaceId: input.workspace.id, runId: begun.runKey, line: ledgerLine(input.channel, begun.conversationChannel), credits, inputTokens: usage.input_tokens, outputTokens: usage.output_tokens },
-      { transaction: t },
-    );
-    if (credits > 0) await chargeCredits(input, credits, t, events);
+    const [balance] = await sql.rows<{ credits: number; usageThreshold: number | null }>(BILL, [
+      input.workspace.id,
+      begun.runKey,
+      ledgerLine(input.channel, begun.conversationChannel),
+      credits,
+      usage.input_tokens,
+      usage.output_tokens,
+    ]);
+    const threshold = balance.usageThreshold;
+    if (credits > 0 && threshold !== null && balance.credits + credits > threshold && balance.credits <= threshold) {
+      outbox.add('usage.threshold_reached', { workspace: input.workspace.publicId, balance: balance.credits, threshold });
+    }
     if (s.status === 'completed' && input.kind !== 'response') {
-      const message = await Message.create({ publicId: mintId('message'), conversationId: begun.conversationId, runId: begun.runKey, role: 'assistant', content: s.output }, { transaction: t });
-      await recordEvent(t, input.workspace, 'message.sent', { id: message.publicId, conversation: begun.conversationPublicId, role: 'assistant' }, events);
+      await writeMessage(sql, outbox, { conversation: { id: begun.conversationId, publicId: begun.conversationPublicId }, runKey: begun.runKey, role: 'assistant', content: s.output });
     }
     if (s.handoff) {
-      await recordEvent(t, input.workspace, 'handoff.requested', { run: input.runId, conversation: begun.conversationPublicId ?? null, agent: input.agent.publicId, reason: s.handoff.reason }, events);
+      outbox.add('handoff.requested', { run: input.runId, conversation: begun.conversationPublicId ?? null, agent: input.agent.publicId, reason: s.handoff.reason });
     }
-    const runEvent = s.status === 'completed' ? 'agent.run.completed' : 'agent.run.failed';
-    await recordEvent(t, input.workspace, runEvent, { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: s.status, usage, ...(s.error && { error_code: s.error.code }) }, events);
-    await RunLog.create(
-      {
-        publicId: mintId('log'),
-        workspaceId: input.workspace.id,
-        runId: begun.runKey,
-        status: s.status,
-        latencyMs: Math.max(0, Date.now() - input.acceptedAt),
-        model: s.model,
-        inputTokens: usage.input_tokens,
-        outputTokens: usage.output_tokens,
-        totalTokens: usage.total_tokens,
-        cachedTokens: usage.cached_tokens,
-        toolNames: s.toolNames,
-        errorCode: s.error?.code ?? null,
-      },
-      { transaction: t },
-    );
+    outbox.add(s.status === 'completed' ? 'agent.run.completed' : 'agent.run.failed', {
+      id: input.runId,
+      agent: input.agent.publicId,
+      agent_version: input.agent.version,
+      status: s.status,
+      usage,
+      ...(s.error && { error_code: s.error.code }),
+    });
+    await sql.rows(INSERT_LOG, [
+      mintId('log'),
+      input.workspace.id,
+      begun.runKey,
+      s.status,
+      Math.max(0, Date.now() - input.acceptedAt),
+      s.model,
+      usage.input_tokens,
+      usage.output_tokens,
+      usage.total_tokens,
+      usage.cached_tokens,
+      s.toolNames,
+      s.error?.code ?? null,
+    ]);
+    await outbox.write(sql);
+    return { run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) };
   });
   const stream = new RunEvents(input.runId);
   const terminal = terminalEvent(outcome);
   stream.emit(terminal.type, terminal.data);
   await stream.flush();
   return outcome;
-}
-
-/** Debits the balance and fires usage.threshold_reached when this debit crosses the threshold. */
-async function chargeCredits(input: RunInput, credits: number, t: Transaction, events: Correlation): Promise<void> {
-  const [row] = await db().query<{ credits: number; usage_threshold: number | null }>(
-    'UPDATE workspaces SET credits = credits - :credits WHERE id = :id RETURNING credits, usage_threshold',
-    { replacements: { credits, id: input.workspace.id }, type: QueryTypes.SELECT, transaction: t },
-  );
-  const threshold = row.usage_threshold;
-  const before = row.credits + credits;
-  if (threshold !== null && before > threshold && row.credits <= threshold) {
-    await recordEvent(t, input.workspace, 'usage.threshold_reached', { workspace: input.workspace.publicId, balance: row.credits, threshold }, events);
-  }
 }

@@ -1,8 +1,7 @@
-import { QueryTypes } from 'sequelize';
 import { hashApiKey, looksLikeApiKey } from '../domain/apiKeys';
 import { ServiceError } from '../domain/errors';
 import { isScope, isStaffScope, type Scope } from '../domain/scopes';
-import { db } from '../db/sequelize';
+import { sql, statement } from '../db/sql';
 import type { Principal } from './state';
 
 /** How long a resolved key is trusted before it is read again: revocation takes effect within this. */
@@ -33,18 +32,20 @@ interface KeyRow {
   ptn_id: string | null;
 }
 
-async function load(hash: string): Promise<Principal | null> {
-  const [row] = await db().query<KeyRow>(
-    `SELECT k.id AS key_key, k.public_id AS key_id, k.kind, k.environment, k.scopes, k.expires_at,
+const LOAD_KEY = statement(
+  `SELECT k.id AS key_key, k.public_id AS key_id, k.kind, k.environment, k.scopes, k.expires_at,
             w.id AS ws_key, w.public_id AS ws_id, w.tenant_ref, wp.public_id AS ws_partner,
             p.id AS ptn_key, p.public_id AS ptn_id
        FROM api_keys k
        LEFT JOIN workspaces w ON w.id = k.workspace_id
        LEFT JOIN partners wp ON wp.id = w.partner_id
        LEFT JOIN partners p ON p.id = k.partner_id
-      WHERE k.key_hash = :hash AND k.revoked_at IS NULL`,
-    { replacements: { hash }, type: QueryTypes.SELECT },
-  );
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+);
+const TOUCH_KEY = statement('UPDATE api_keys SET last_used_at = now() WHERE id = $1');
+
+async function load(hash: string): Promise<Principal | null> {
+  const [row] = await sql.rows<KeyRow>(LOAD_KEY, [hash]);
   if (!row) return null;
   // Staff scopes are never honoured on a customer key, whatever the row says.
   const scopes = row.scopes.filter((s): s is Scope => isScope(s) && !isStaffScope(s));
@@ -64,9 +65,7 @@ function touch(principal: Principal, now: number): void {
   const last = lastUsedWritten.get(principal.keyKey) ?? 0;
   if (now - last < LAST_USED_EVERY_MS) return;
   lastUsedWritten.set(principal.keyKey, now);
-  db()
-    .query('UPDATE api_keys SET last_used_at = now() WHERE id = :id', { replacements: { id: principal.keyKey } })
-    .catch(() => lastUsedWritten.delete(principal.keyKey));
+  sql.rows(TOUCH_KEY, [principal.keyKey]).catch(() => lastUsedWritten.delete(principal.keyKey));
 }
 
 const unauthenticated = () => new ServiceError('authentication_error', 'Missing or invalid credential: send Authorization: Bearer <API key>.');

@@ -1,10 +1,12 @@
 import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
-import { chooseConfiguration } from '../domain/agents';
+import { chooseConfiguration, type AgentConfig, type AgentStatus, type ConfigurationChoice } from '../domain/agents';
 import { ERROR_TABLE, ServiceError } from '../domain/errors';
 import { hasPrefix, mintId, mintTraceId } from '../domain/ids';
 import type { RunInput, RunKind, RunOutcome } from '../domain/runs';
-import { Agent, AgentVersion, Document, KnowledgeCollection, models, Workspace, type Conversation } from '../db/models';
+import type { ConversationRecord } from '../db/conversations';
+import { Document, KnowledgeCollection, models } from '../db/models';
+import { sql, statement } from '../db/sql';
 import type { agentRun } from '../workflows/agentRun';
 import { SEARCH_ATTRIBUTES } from '../workflows/registry';
 import { workspaceOf } from './middleware/auth';
@@ -12,29 +14,44 @@ import type { ErrorBody } from './middleware/errorEnvelope';
 import type { AppState } from './state';
 import { relayRunEvents } from './streaming';
 import { temporal } from './temporal';
-import { findInWorkspace } from './tenancy';
+import { notFound } from './tenancy';
 import type { ExecutionRequest } from './validation/runtimeInput';
 
 export interface ExecutionTarget {
   kind: RunKind;
   agentPublicId: string;
   /** Posting a message: the conversation, already resolved in the caller's workspace. */
-  conversation?: Conversation;
+  conversation?: Pick<ConversationRecord, 'id' | 'publicId' | 'channel'>;
 }
 
 type Ctx = Context & { state: AppState };
 
-async function configurationFor(agent: Agent, choice: 'published' | 'draft') {
-  if (choice === 'draft') return { version: agent.publishedVersion + (agent.draftChanged ? 1 : 0), config: agent.draftConfig };
-  const published = await AgentVersion.findOne({ where: { agentId: agent.id, version: agent.publishedVersion } });
-  if (!published) throw new ServiceError('agent_not_available', 'Agent has no published version.');
-  return { version: published.version, config: published.config };
+interface ResolvedAgent {
+  id: number;
+  publicId: string;
+  status: AgentStatus;
+  publishedVersion: number;
+  draftChanged: boolean;
+  draftConfig: AgentConfig;
+  publishedConfig: AgentConfig | null;
+  /** The workspace's balance, read with the agent for the billing gate. */
+  credits: number;
 }
 
-/** Billing gate: a workspace that cannot spend is refused before anything is recorded or called. */
-async function requireCredits(workspaceId: number): Promise<void> {
-  const workspace = await Workspace.findByPk(workspaceId, { attributes: ['credits'] });
-  if (!workspace || workspace.credits <= 0) throw new ServiceError('usage_blocked', 'The workspace has no credits left; add credits to run agents.');
+/** The agent, its published configuration and the workspace's balance: everything execute() checks, in one round trip. */
+const RESOLVE_AGENT = statement(
+  `SELECT a.id, a.public_id AS "publicId", a.status, a.published_version AS "publishedVersion", a.draft_changed AS "draftChanged",
+          a.draft_config AS "draftConfig", v.config AS "publishedConfig", w.credits
+     FROM agents a
+     JOIN workspaces w ON w.id = a.workspace_id
+     LEFT JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.published_version
+    WHERE a.public_id = $1 AND a.workspace_id = $2`,
+);
+
+function configurationFor(agent: ResolvedAgent, choice: ConfigurationChoice): { version: number; config: AgentConfig } {
+  if (choice === 'draft') return { version: agent.publishedVersion + (agent.draftChanged ? 1 : 0), config: agent.draftConfig };
+  if (!agent.publishedConfig) throw new ServiceError('agent_not_available', 'Agent has no published version.');
+  return { version: agent.publishedVersion, config: agent.publishedConfig };
 }
 
 /**
@@ -43,6 +60,7 @@ async function requireCredits(workspaceId: number): Promise<void> {
  */
 async function requireReachable(workspaceId: number, resourceId: unknown): Promise<string | undefined> {
   if (resourceId === undefined) return undefined;
+  models();
   const id = String(resourceId);
   const model = hasPrefix('document', id) ? Document : hasPrefix('collection', id) ? KnowledgeCollection : undefined;
   const found = model && (await (model as typeof Document).findOne({ where: { publicId: id, workspaceId }, attributes: ['id'] }));
@@ -73,14 +91,15 @@ function respond(ctx: Ctx, outcome: RunOutcome): void {
  * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
  */
 export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget): Promise<void> {
-  models();
   const principal = ctx.state.principal!;
   const workspace = workspaceOf(principal);
-  const agent = await findInWorkspace(Agent, workspace.id, target.agentPublicId, 'agent_not_found');
+  const [agent] = await sql.rows<ResolvedAgent>(RESOLVE_AGENT, [target.agentPublicId, workspace.id]);
+  if (!agent) throw notFound('agent_not_found');
   const choice = chooseConfiguration(agent.status, request.options.preview, principal.scopes.has('agent:preview'));
-  const { version, config } = await configurationFor(agent, choice);
+  const { version, config } = configurationFor(agent, choice);
   const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id);
-  await requireCredits(workspace.id);
+  // Billing gate: a workspace that cannot spend is refused before anything is recorded or called.
+  if (agent.credits <= 0) throw new ServiceError('usage_blocked', 'The workspace has no credits left; add credits to run agents.');
 
   const runId = mintId('run');
   const traceId = mintTraceId();

@@ -1,7 +1,6 @@
-import type { Transaction } from 'sequelize';
 import { DEFAULT_WEBHOOK_API_VERSION, type EventType } from '../domain/events';
 import { mintId } from '../domain/ids';
-import { OutboxEvent } from './models';
+import { statement, type Sql } from './sql';
 
 export interface Tenant {
   id: number;
@@ -16,35 +15,47 @@ export interface Correlation {
   jobId?: string;
 }
 
+const INSERT_EVENTS = statement(
+  `INSERT INTO outbox_events (public_id, workspace_id, type, envelope)
+   SELECT e.public_id, $1, e.type, e.envelope FROM jsonb_to_recordset($2::jsonb) AS e(public_id text, type text, envelope jsonb)`,
+);
+
 /**
- * Writes a webhook-deliverable event inside the caller's transaction, so the event exists exactly
- * when the change it describes does. The dispatcher delivers it later; nothing is lost in between.
+ * The webhook-deliverable events one change causes. They are collected while the change is made and
+ * written by write() inside the same transaction, so the events exist exactly when the change does.
+ * The dispatcher delivers them later; nothing is lost in between.
  */
-export async function recordEvent(
-  transaction: Transaction,
-  tenant: Tenant,
-  type: EventType,
-  object: Record<string, unknown>,
-  correlation: Correlation,
-): Promise<void> {
-  const id = mintId('event');
-  await OutboxEvent.create(
-    {
-      publicId: id,
-      workspaceId: tenant.id,
+export class Outbox {
+  private readonly events: { public_id: string; type: EventType; envelope: Record<string, unknown> }[] = [];
+
+  constructor(
+    private readonly tenant: Tenant,
+    private readonly correlation: Correlation,
+  ) {}
+
+  add(type: EventType, object: Record<string, unknown>): void {
+    const id = mintId('event');
+    this.events.push({
+      public_id: id,
       type,
       envelope: {
         id,
         type,
         api_version: DEFAULT_WEBHOOK_API_VERSION,
         created_at: new Date().toISOString(),
-        tenant: tenant.publicId,
-        tenant_ref: tenant.tenantRef ?? '',
-        partner: tenant.partnerPublicId ?? '',
+        tenant: this.tenant.publicId,
+        tenant_ref: this.tenant.tenantRef ?? '',
+        partner: this.tenant.partnerPublicId ?? '',
         data: { object },
-        correlation: { request_id: correlation.requestId, trace_id: correlation.traceId, job_id: correlation.jobId ?? '' },
+        correlation: { request_id: this.correlation.requestId, trace_id: this.correlation.traceId, job_id: this.correlation.jobId ?? '' },
       },
-    },
-    { transaction },
-  );
+    });
+  }
+
+  /** Inserts every collected event in one statement; call it inside the change's transaction. */
+  async write(sql: Sql): Promise<void> {
+    if (this.events.length === 0) return;
+    await sql.rows(INSERT_EVENTS, [this.tenant.id, JSON.stringify(this.events)]);
+    this.events.length = 0;
+  }
 }

@@ -3,7 +3,9 @@ import { QueryTypes } from 'sequelize';
 import { ServiceError, invalidRequest } from '../../domain/errors';
 import { Agent, Conversation, models } from '../../db/models';
 import { conversationObject, openConversation } from '../../db/conversations';
+import { Outbox } from '../../db/outbox';
 import { db } from '../../db/sequelize';
+import { transaction } from '../../db/sql';
 import { scope, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
 import { findInWorkspace, notFound } from '../tenancy';
@@ -20,7 +22,7 @@ async function publicConversation(workspaceId: number, publicId: string): Promis
   return conversation;
 }
 
-async function agentIdOf(conversation: Conversation): Promise<string | null> {
+async function agentIdOf(conversation: { agentId: number | null }): Promise<string | null> {
   if (conversation.agentId === null) return null;
   return (await Agent.findByPk(conversation.agentId, { attributes: ['publicId'] }))?.publicId ?? null;
 }
@@ -44,9 +46,12 @@ export function conversationsRoutes(router: Router<AppState>): void {
     const body = ctx.state.conversationRequest!;
     const workspace = workspaceOf(ctx.state.principal);
     const agent = body.agent ? await findInWorkspace(Agent, workspace.id, body.agent, 'agent_not_found') : null;
-    const { conversation, created } = await db().transaction((t) =>
-      openConversation(t, { workspace, agent, channel: body.channel ?? '', externalRef: body.external_ref }, { requestId: ctx.state.requestId, traceId: '' }),
-    );
+    const { conversation, created } = await transaction(async (sql) => {
+      const outbox = new Outbox(workspace, { requestId: ctx.state.requestId, traceId: '' });
+      const opened = await openConversation(sql, { workspace, agent, channel: body.channel ?? '', externalRef: body.external_ref }, outbox);
+      await outbox.write(sql);
+      return opened;
+    });
     ctx.status = created ? 201 : 200;
     ctx.body = conversationObject(conversation, await agentIdOf(conversation));
   });

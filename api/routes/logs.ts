@@ -1,9 +1,8 @@
 import Router from '@koa/router';
 import type { ParsedUrlQuery } from 'node:querystring';
-import { QueryTypes } from 'sequelize';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../domain/cursor';
 import { invalidRequest } from '../../domain/errors';
-import { db } from '../../db/sequelize';
+import { sql, statement } from '../../db/sql';
 import { scope, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
 
@@ -71,31 +70,32 @@ interface LogEntry {
   created_at: string;
 }
 
+const ANCHOR = statement('SELECT id FROM run_logs WHERE public_id = $1 AND workspace_id = $2');
+// Only metadata columns are selected: the log never carries transcript content.
+const PAGE = statement(
+  `SELECT l.public_id, r.public_id AS run, a.public_id AS agent, l.status, l.latency_ms, l.model,
+          l.input_tokens, l.output_tokens, l.total_tokens, l.cached_tokens, l.tool_names, l.error_code, l.created_at
+     FROM run_logs l JOIN runs r ON r.id = l.run_id JOIN agents a ON a.id = r.agent_id
+    WHERE l.workspace_id = $1 AND l.id < $2
+    ORDER BY l.id DESC
+    LIMIT $3`,
+);
+/** Above every row id: the first page starts below it. */
+const FIRST_PAGE = '9223372036854775807';
+
 /**
  * One page of the workspace's log, newest first by insertion order (the (workspace_id, id DESC)
  * index serves it). The cursor's public id is turned back into its row only inside the caller's
  * workspace, so another workspace's cursor is refused exactly like a made-up one.
  */
 async function listLogs(workspaceId: number, page: LogPage): Promise<{ object: 'list'; data: LogEntry[]; next: string | null }> {
-  let before: number | null = null;
+  let before: number | string = FIRST_PAGE;
   if (page.after) {
-    const [anchor] = await db().query<{ id: number }>('SELECT id FROM run_logs WHERE public_id = :publicId AND workspace_id = :workspaceId', {
-      replacements: { publicId: page.after, workspaceId },
-      type: QueryTypes.SELECT,
-    });
+    const [anchor] = await sql.rows<{ id: number }>(ANCHOR, [page.after, workspaceId]);
     if (!anchor) throw invalidCursor();
     before = anchor.id;
   }
-  // Only metadata columns are selected: the log never carries transcript content.
-  const rows = await db().query<LogRow>(
-    `SELECT l.public_id, r.public_id AS run, a.public_id AS agent, l.status, l.latency_ms, l.model,
-            l.input_tokens, l.output_tokens, l.total_tokens, l.cached_tokens, l.tool_names, l.error_code, l.created_at
-       FROM run_logs l JOIN runs r ON r.id = l.run_id JOIN agents a ON a.id = r.agent_id
-      WHERE l.workspace_id = :workspaceId AND (:before::bigint IS NULL OR l.id < :before::bigint)
-      ORDER BY l.id DESC
-      LIMIT :limit`,
-    { replacements: { workspaceId, before, limit: page.limit + 1 }, type: QueryTypes.SELECT },
-  );
+  const rows = await sql.rows<LogRow>(PAGE, [workspaceId, before, page.limit + 1]);
   const data = rows.slice(0, page.limit).map(
     (l): LogEntry => ({
       id: l.public_id,

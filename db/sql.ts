@@ -1,0 +1,62 @@
+import { createHash } from 'node:crypto';
+import type { Client } from 'pg';
+import { db } from './sequelize';
+
+/**
+ * A statement of the hot path, sent by name so that each pooled connection prepares it once and
+ * PostgreSQL plans it once instead of on every call (planning was most of a short query's cost:
+ * 0.35 ms of PostgreSQL CPU per call unprepared, 0.05 ms prepared). The name is derived from the text,
+ * so two statements can never share one.
+ */
+export interface Statement {
+  name: string;
+  text: string;
+}
+
+export function statement(text: string): Statement {
+  return { name: `aes_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`, text };
+}
+
+/** Runs statements on one connection. JSON values must be passed through JSON.stringify (pg would send arrays as SQL arrays). */
+export interface Sql {
+  rows<T>(s: Statement, values: unknown[]): Promise<T[]>;
+}
+
+function on(client: Client): Sql {
+  return {
+    async rows<T>(s: Statement, values: unknown[]) {
+      return (await client.query({ name: s.name, text: s.text, values })).rows as T[];
+    },
+  };
+}
+
+/** Borrows a connection of the process's one pool (Sequelize's) for `work`, and gives it back. */
+async function borrow<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  const manager = db().connectionManager;
+  const connection = await manager.getConnection({ type: 'write' });
+  try {
+    return await work(connection as unknown as Client);
+  } finally {
+    manager.releaseConnection(connection);
+  }
+}
+
+/** One statement on a pooled connection. */
+export const sql: Sql = {
+  rows: (s, values) => borrow((client) => on(client).rows(s, values)),
+};
+
+/** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
+export function transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+  return borrow(async (client) => {
+    await client.query('BEGIN');
+    try {
+      const result = await work(on(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    }
+  });
+}
