@@ -2,7 +2,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { Op } from 'sequelize';
 import type { AgentConfig } from '../domain/agents';
 import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
-import { estimateTokens, type Attachment, type OutputItem, type ResponseFormat, type Usage } from '../domain/runs';
+import { estimateTokens, timedOut, type Attachment, type Deadline, type OutputItem, type ResponseFormat, type Usage } from '../domain/runs';
 import { db } from '../db/sequelize';
 import { RunEvents } from './runEvents';
 import { Message, models } from '../db/models';
@@ -13,6 +13,8 @@ import type { ToolCall, ToolSpec, ToolTurn } from '../domain/tools';
 
 export interface GenerateInput {
   runId: string;
+  /** The call stops itself at the run's deadline, recording what it consumed, and fails the run. */
+  deadline: Deadline;
   config: AgentConfig;
   input: string | Record<string, unknown>;
   attachments: Attachment[];
@@ -80,6 +82,8 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
   const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
   const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns });
   let streamed = '';
+  const pastDeadline = AbortSignal.timeout(Math.max(0, input.deadline.at - Date.now()));
+  const signal = AbortSignal.any([ctx.cancellationSignal, pastDeadline]);
   try {
     const reply = await modelProvider().complete({
       model: input.config.model ?? 'default',
@@ -89,7 +93,7 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
       json: input.format.type !== 'text',
       tools: input.tools,
       toolChoice: input.toolChoice,
-      signal: ctx.cancellationSignal,
+      signal,
       ...(input.stream && {
         onTextDelta: (delta: string) => {
           streamed += delta;
@@ -99,11 +103,15 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
       }),
     });
     // An aborted stream can end quietly rather than throw: a cut-short reply is never a result.
-    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('model call cancelled');
+    if (signal.aborted) throw new CancelledFailure('model call cancelled');
     return { text: reply.text, toolCalls: reply.toolCalls, usage: reply.usage, model: reply.model, check: checkStructured(reply.text, input.format) };
   } catch (err) {
-    if (ctx.cancellationSignal.aborted) {
+    if (signal.aborted) {
       await recordConsumed(input.runId, messages, streamed);
+      if (!ctx.cancellationSignal.aborted) {
+        const { code, message } = timedOut(input.deadline);
+        throw ApplicationFailure.create({ type: code, message, nonRetryable: true });
+      }
       // Whatever the provider client threw on abort, the workflow must see a cancellation.
       throw err instanceof CancelledFailure ? err : new CancelledFailure('model call cancelled');
     }

@@ -126,6 +126,18 @@ export function ledgerLine(channel: string, conversationChannel: string | undefi
   return channel || conversationChannel || 'api';
 }
 
+/** When a run must be over: timeout_ms after it started. */
+export interface Deadline {
+  /** Milliseconds since epoch. */
+  at: number;
+  timeoutMs: number;
+}
+
+/** How a run that ran out of timeout_ms fails. */
+export function timedOut(deadline: Deadline): { code: 'provider_unavailable'; message: string } {
+  return { code: 'provider_unavailable', message: `The run did not finish within timeout_ms (${deadline.timeoutMs} ms).` };
+}
+
 /** About four characters a token: for usage the provider never reported (a call cut short). */
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);

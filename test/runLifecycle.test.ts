@@ -153,5 +153,11 @@ describe('provider failures and time limits', () => {
     expect(res.body.error.code).toBe('provider_unavailable');
     expect(res.body.error.message).toContain('timeout_ms');
     expect(await runStatus(res.body.id)).toBe('failed');
+    // The call stopped itself at the deadline and recorded what it had sent before the run settled.
+    const [row] = await db().query<{ credits: number }>('SELECT l.credits FROM ledger_lines l JOIN runs r ON r.id = l.run_id WHERE r.public_id = :id', {
+      replacements: { id: res.body.id },
+      type: QueryTypes.SELECT,
+    });
+    expect(Number(row.credits)).toBeGreaterThan(0);
   });
 });

@@ -6,11 +6,12 @@ import {
   isCancellation,
   proxyActivities,
   proxyLocalActivities,
+  TimeoutFailure,
   type RetryPolicy,
 } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
-import { addUsage, ZERO_USAGE, type OutputItem, type RunInput, type RunOutcome, type Usage } from '../domain/runs';
+import { addUsage, timedOut, ZERO_USAGE, type Deadline, type OutputItem, type RunInput, type RunOutcome, type Usage } from '../domain/runs';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 
 /** Model calls: a failed provider call is tried three times in all, then the run fails 502. */
@@ -29,7 +30,8 @@ export const TOOL_RETRY: RetryPolicy = {
   maximumAttempts: 3,
 };
 
-const { callTool } = proxyActivities<typeof activities>({ startToCloseTimeout: '15s', retry: TOOL_RETRY });
+/** A call's own deadline fires first; the server's, this much later, only stops a call whose worker died. */
+const DEADLINE_GRACE_MS = 5_000;
 
 /** Bookkeeping in PostgreSQL and Redis: short, idempotent, so retried generously. */
 const { beginRun, settleRun, emitRunEvent } = proxyLocalActivities<typeof activities>({
@@ -55,26 +57,47 @@ interface Failure {
   message: string;
 }
 
-function failureOf(err: unknown, timeoutMs: number): Failure {
-  if (isCancellation(err)) return { code: 'provider_unavailable', message: `The run did not finish within timeout_ms (${timeoutMs} ms).` };
+/** The server stopped a call at the run's deadline (its worker died, or it ran past the deadline). */
+function ranOutOfTime(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  return cause instanceof TimeoutFailure && cause.timeoutType === 'SCHEDULE_TO_CLOSE';
+}
+
+function failureOf(err: unknown, deadline: Deadline): Failure {
+  if (ranOutOfTime(err)) return timedOut(deadline);
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return { code: cause.type, message: cause.message };
   return { code: 'internal_error', message: 'The run failed inside the service.' };
 }
+
+/** Thrown inside the run when its deadline has passed before a call could start. */
+class DeadlinePassed extends Error {}
 
 /**
  * One run of an agent: running → completed, or → failed / blocked with an error code from the
  * table, or → cancelled when asked to stop. Every path settles exactly once.
  */
 export async function agentRun(input: RunInput): Promise<RunOutcome> {
-  const { generate } = proxyActivities<typeof activities>({
-    startToCloseTimeout: input.options.timeoutMs,
-    // Short, so a cancelled run reaches the call quickly and a dead worker's call is retried soon.
-    heartbeatTimeout: '2s',
-    // Wait for the call to stop, so what it consumed is recorded before the run settles.
-    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-    retry: MODEL_RETRY,
-  });
+  // timeout_ms bounds the run's calls, not its bookkeeping. Each call is given what remains of it and
+  // stops itself at the deadline (recording what it consumed), so the run needs no durable timer.
+  // The workflow clock is deterministic: Date.now() here is the time of the current workflow task.
+  const deadline: Deadline = { at: Date.now() + input.options.timeoutMs, timeoutMs: input.options.timeoutMs };
+  const budget = () => {
+    const remaining = deadline.at - Date.now();
+    if (remaining <= 0) throw new DeadlinePassed();
+    return remaining + DEADLINE_GRACE_MS;
+  };
+  const generate = (call: Parameters<typeof activities.generate>[0]) =>
+    proxyActivities<typeof activities>({
+      scheduleToCloseTimeout: budget(),
+      // Short, so a cancelled run reaches the call quickly and a dead worker's call is retried soon.
+      heartbeatTimeout: '2s',
+      // Wait for the call to stop, so what it consumed is recorded before the run settles.
+      cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+      retry: MODEL_RETRY,
+    }).generate(call);
+  const callTool = (call: Parameters<typeof activities.callTool>[0]) =>
+    proxyActivities<typeof activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: budget(), retry: TOOL_RETRY }).callTool(call);
 
   const begun = await beginRun(input);
   let usage: Usage = ZERO_USAGE;
@@ -91,6 +114,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const ask = async (repair?: { previous: string; problems: string[] }) => {
     const reply = await generate({
       runId: input.runId,
+      deadline,
       config: input.agent.config,
       input: input.input,
       attachments: input.attachments,
@@ -124,8 +148,9 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     try {
       return await callTool({ runId: input.runId, workspacePublicId: input.workspace.publicId, callId: call.id, tool, arguments: call.arguments });
     } catch (err) {
-      if (isCancellation(err)) throw err;
-      const message = failureOf(err, input.options.timeoutMs).message;
+      // Running out of timeout_ms ends the run, whatever the tool policy.
+      if (isCancellation(err) || err instanceof DeadlinePassed || ranOutOfTime(err)) throw err;
+      const message = failureOf(err, deadline).message;
       await emitRunEvent(input.runId, 'response.tool.failed', { ...event, error: message });
       if (policy === 'required') return { code: 'tool_execution_failed', message };
       return `The tool failed: ${message}`;
@@ -158,13 +183,13 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     CancellationScope.nonCancellable(() => settleRun({ input, begun, status, output, usage, model, toolNames, handoff, error }));
 
   try {
-    const result = await CancellationScope.withTimeout(input.options.timeoutMs, respond);
+    const result = await respond();
     if (CancellationScope.current().consideredCancelled) return await settle('cancelled', []);
     if (Array.isArray(result)) return await settle('completed', result);
     return await settle(ERROR_TABLE[result.code].runStatus, [], result);
   } catch (err) {
     if (isCancellation(err) && CancellationScope.current().consideredCancelled) return await settle('cancelled', []);
-    const failure = failureOf(err, input.options.timeoutMs);
+    const failure = err instanceof DeadlinePassed ? timedOut(deadline) : failureOf(err, deadline);
     return await settle(ERROR_TABLE[failure.code].runStatus, [], failure);
   }
 }
