@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import { QueryTypes } from 'sequelize';
 import * as admin from '../api/admin/commands';
 import { CLAIM_TIMEOUT_MS, REPLAY_WINDOW_MS } from '../api/idempotency';
-import { scope } from '../api/middleware/auth';
+import { authorize } from '../api/middleware/auth';
 import { errorEnvelope } from '../api/middleware/errorEnvelope';
 import { idempotent } from '../api/middleware/idempotent';
 import { jsonBody } from '../api/middleware/jsonBody';
@@ -226,7 +226,7 @@ describe('declared on other endpoints', () => {
     const app = new Koa<AppState>();
     app.silent = true;
     const router = new Router<AppState>();
-    router.post('/api/v2/jobs', scope('jobs:create'), idempotent({ endpoint: 'jobs', marker: 'Idempotent-Replay' }), (ctx) => {
+    router.post('/api/v2/jobs', authorize({ scopes: ['jobs:create'], endpoint: 'jobs' }), idempotent({ endpoint: 'jobs', marker: 'Idempotent-Replay' }), (ctx) => {
       if (failNext) {
         failNext = false;
         throw new Error('boom');
@@ -236,7 +236,7 @@ describe('declared on other endpoints', () => {
       ctx.set('Location', `/api/v2/jobs/job_${executions.jobs}`);
       ctx.body = { id: `job_${executions.jobs}`, status: 'queued' };
     });
-    router.post('/api/v2/reports', scope('reports:create'), idempotent({ endpoint: 'reports', marker: 'Idempotent-Replay' }), (ctx) => {
+    router.post('/api/v2/reports', authorize({ scopes: ['reports:create'], endpoint: 'reports' }), idempotent({ endpoint: 'reports', marker: 'Idempotent-Replay' }), (ctx) => {
       executions.reports += 1;
       ctx.status = 201;
       ctx.body = { id: 'rpt_1' };

@@ -153,6 +153,86 @@ describe('rate limits per dimension', () => {
   });
 });
 
+describe('every authenticated endpoint', () => {
+  const logs = (key: string, query = '') => call(api.url, 'GET', `/api/v2/logs${query}`, { key });
+
+  it('shares the credential window with execution requests: either kind spends it and both are refused', async () => {
+    limitTo({ credential: 3 });
+    const t = await tenant({ scopes: ['responses:create', 'logs:read'] });
+    expect((await logs(t.key)).status).toBe(200);
+    expect((await respond(t.key, { agent: t.agent, input: 'hi' })).status).toBe(200);
+    expect((await logs(t.key)).status).toBe(200);
+
+    const refusedGet = await logs(t.key);
+    expectRateLimited(refusedGet, '15');
+    expect(refusedGet.body.error.message).toContain('credential');
+    expectRateLimited(await respond(t.key, { agent: t.agent, input: 'hi' }), '15');
+    expect(await providerRequests(t.model)).toHaveLength(1);
+    // The query is still checked before the credential is looked at, so before any limit.
+    expect((await logs(t.key, '?bogus=1')).status).toBe(400);
+  });
+
+  it('shares the tenant window across keys and surfaces; 403 comes before 429 and is not counted', async () => {
+    limitTo({ tenant: 2 });
+    const t = await tenant({ scopes: ['responses:create'] });
+    const reader = await admin.createWorkspaceKey({ workspace: t.workspace, scopes: 'logs:read' });
+    expect((await logs(t.key)).status).toBe(403);
+    expect((await logs(reader.key)).status).toBe(200);
+    expect((await respond(t.key, { agent: t.agent, input: 'hi' })).status).toBe(200);
+
+    expect((await logs(t.key)).status).toBe(403);
+    const refused = await logs(reader.key);
+    expectRateLimited(refused, '15');
+    expect(refused.body.error.message).toContain('tenant');
+    expectRateLimited(await respond(t.key, { agent: t.agent, input: 'hi' }), '15');
+    const elsewhere = await tenant({ scopes: ['logs:read'] });
+    expect((await logs(elsewhere.key)).status).toBe(200);
+  });
+
+  it('counts each endpoint under its own name in the tenant + endpoint dimension', async () => {
+    limitTo({ tenant_endpoint: 1 });
+    const t = await tenant({ scopes: ['responses:create', 'logs:read', 'conversations:create', 'conversations:read', 'messages:read'] });
+    const run = await respond(t.key, { agent: t.agent, input: 'hi' });
+    expect(run.status).toBe(200);
+    const conversation = await call(api.url, 'POST', '/api/v2/conversations', { key: t.key, body: { agent: t.agent } });
+    expect(conversation.status).toBe(201);
+    const endpoints: [name: string, method: string, path: string, status: number][] = [
+      ['logs', 'GET', '/api/v2/logs', 200],
+      ['runs_read', 'GET', `/api/v2/runs/${run.body.id}`, 200],
+      ['run_events', 'GET', `/api/v2/runs/${run.body.id}/events`, 200],
+      ['runs_cancel', 'POST', `/api/v2/runs/${run.body.id}/cancel`, 200],
+      ['conversations_read', 'GET', `/api/v2/conversations/${conversation.body.id}`, 200],
+      ['messages_list', 'GET', `/api/v2/conversations/${conversation.body.id}/messages`, 200],
+    ];
+    const probe = new RateLimiter({ limits: { ...roomy, tenant_endpoint: 1 } });
+    // Asked after the call only: an allowed check would count.
+    const spent = (endpoint: string) => probe.check({ credential: 'key_probe', tenant: t.workspace, endpoint });
+    expect(await spent('conversations_create')).toMatchObject({ allowed: false, dimension: 'tenant_endpoint' });
+    expectRateLimited(await call(api.url, 'POST', '/api/v2/conversations', { key: t.key, body: { agent: t.agent } }), '15');
+    for (const [name, method, path, status] of endpoints) {
+      expect((await call(api.url, method, path, { key: t.key })).status).toBe(status);
+      expect(await spent(name)).toMatchObject({ allowed: false, dimension: 'tenant_endpoint' });
+      const refused = await call(api.url, method, path, { key: t.key });
+      expectRateLimited(refused, '15');
+      expect(refused.body.error.message).toContain('tenant + endpoint');
+    }
+  });
+
+  it('a GET refused by one dimension consumes nothing in the others', async () => {
+    limitTo({ credential: 3, tenant_endpoint: 1 });
+    const t = await tenant({ scopes: ['responses:create', 'logs:read', 'conversations:read'] });
+    expect((await logs(t.key)).status).toBe(200);
+    // Refused by tenant + endpoint: had these counted against the credential, the run would be refused.
+    expectRateLimited(await logs(t.key), '15');
+    expectRateLimited(await logs(t.key), '15');
+    expect((await respond(t.key, { agent: 'agt_a', input: 'hi' })).status).toBe(404);
+    expect((await call(api.url, 'GET', '/api/v2/conversations/conv_01aaaaaaaaaaaaaaaaaaaaaaaa', { key: t.key })).status).toBe(404);
+    const byCredential = await call(api.url, 'GET', '/api/v2/runs/run_01aaaaaaaaaaaaaaaaaaaaaaaa', { key: t.key });
+    expectRateLimited(byCredential, '15');
+    expect(byCredential.body.error.message).toContain('credential');
+  });
+});
+
 describe('fixed windows', () => {
   it('lets at most two windows’ worth through across a boundary, even concurrently', async () => {
     limitTo({ credential: 5 });
@@ -184,6 +264,19 @@ describe('when Redis is unavailable', () => {
       expect(res.body).toEqual({ error: { code: 'service_unavailable', message: expect.stringContaining('Rate limiting'), request_id: res.headers.get('x-request-id') } });
       expect(await providerRequests(t.model)).toHaveLength(0);
       expect(await runsOf(t.workspace)).toBe(0);
+    } finally {
+      unreachable.disconnect();
+    }
+  });
+
+  it('fails closed on every authenticated endpoint, not only execution', async () => {
+    const unreachable = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    setRateLimiter(new RateLimiter({ redis: () => unreachable }));
+    try {
+      const t = await tenant({ scopes: ['logs:read'] });
+      const res = await call(api.url, 'GET', '/api/v2/logs', { key: t.key });
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ error: { code: 'service_unavailable', message: expect.stringContaining('Rate limiting'), request_id: res.headers.get('x-request-id') } });
     } finally {
       unreachable.disconnect();
     }

@@ -6,7 +6,7 @@ import { conversationObject, openConversation } from '../../db/conversations';
 import { Outbox } from '../../db/outbox';
 import { db } from '../../db/sequelize';
 import { transaction } from '../../db/sql';
-import { scope, workspaceOf } from '../middleware/auth';
+import { authorize, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
 import { findInWorkspace, notFound } from '../tenancy';
 import { createConversationSchema, messagePageSchema } from '../validation/conversation';
@@ -41,7 +41,7 @@ export function conversationsRoutes(router: Router<AppState>): void {
   router.post('/api/v2/conversations', async (ctx, next) => {
     ctx.state.conversationRequest = validated(createConversationSchema, ctx.request.body);
     await next();
-  }, scope('conversations:create'), async (ctx) => {
+  }, authorize({ scopes: ['conversations:create'], endpoint: 'conversations_create' }), async (ctx) => {
     models();
     const body = ctx.state.conversationRequest!;
     const workspace = workspaceOf(ctx.state.principal);
@@ -56,7 +56,7 @@ export function conversationsRoutes(router: Router<AppState>): void {
     ctx.body = conversationObject(conversation, await agentIdOf(conversation));
   });
 
-  router.get('/api/v2/conversations/:id', scope('conversations:read'), async (ctx) => {
+  router.get('/api/v2/conversations/:id', authorize({ scopes: ['conversations:read'], endpoint: 'conversations_read' }), async (ctx) => {
     models();
     const conversation = await publicConversation(workspaceOf(ctx.state.principal).id, ctx.params.id);
     ctx.body = conversationObject(conversation, await agentIdOf(conversation));
@@ -93,7 +93,7 @@ export function conversationsRoutes(router: Router<AppState>): void {
   router.get('/api/v2/conversations/:id/messages', async (ctx, next) => {
     ctx.state.messagePage = validated(messagePageSchema, ctx.query);
     await next();
-  }, scope('messages:read'), async (ctx) => {
+  }, authorize({ scopes: ['messages:read'], endpoint: 'messages_list' }), async (ctx) => {
     models();
     const page = ctx.state.messagePage!;
     const conversation = await publicConversation(workspaceOf(ctx.state.principal).id, ctx.params.id);

@@ -1,9 +1,8 @@
 import type { Context, Middleware } from 'koa';
 import type { Scope } from '../../domain/scopes';
 import { execute, type ExecutionTarget } from '../execution';
-import { scope } from '../middleware/auth';
+import { authorize } from '../middleware/auth';
 import { idempotent } from '../middleware/idempotent';
-import { rateLimit } from '../middleware/rateLimit';
 import type { AppState } from '../state';
 import { parseExecutionRequest, type ExecutionRequest } from '../validation/runtimeInput';
 
@@ -34,8 +33,7 @@ export function executionEndpoint(e: ExecutionEndpoint): Middleware<AppState>[] 
       ctx.state.execution = request;
       await next();
     },
-    scope(e.scope),
-    rateLimit({ endpoint: e.endpoint, agent: (ctx) => e.agent(ctx as Ctx), endUser: (ctx) => e.endUser(ctx as Ctx) }),
+    authorize({ scopes: [e.scope], endpoint: e.endpoint, agent: (ctx) => e.agent(ctx as Ctx), endUser: (ctx) => e.endUser(ctx as Ctx) }),
     idempotent({ endpoint: e.endpoint, marker: 'Idempotency-Replayed' }),
     async (ctx) => {
       const request = ctx.state.execution!;

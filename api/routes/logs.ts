@@ -3,7 +3,7 @@ import type { ParsedUrlQuery } from 'node:querystring';
 import { decodeCursor, encodeCursor, invalidCursor } from '../../domain/cursor';
 import { invalidRequest } from '../../domain/errors';
 import { sql, statement } from '../../db/sql';
-import { scope, workspaceOf } from '../middleware/auth';
+import { authorize, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
 
 const DEFAULT_LIMIT = 20;
@@ -113,14 +113,14 @@ async function listLogs(workspaceId: number, page: LogPage): Promise<{ object: '
   return { object: 'list', data, next: rows.length > page.limit ? encodeCursor(data[data.length - 1].id) : null };
 }
 
-const requireLogsRead = scope('logs:read');
+const authorizeLogs = authorize({ scopes: ['logs:read'], endpoint: 'logs' });
 
 /** GET /api/v2/logs: execution metadata of runs, never transcript content. */
 export function logsRoutes(router: Router<AppState>): void {
   router.get('/api/v2/logs', async (ctx) => {
     // Checked before the credential, like every request body and the message list query.
     const page = parseLogPage(ctx.query);
-    await requireLogsRead(ctx, async () => {
+    await authorizeLogs(ctx, async () => {
       ctx.body = await listLogs(workspaceOf(ctx.state.principal).id, page);
     });
   });

@@ -6,7 +6,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { hasPrefix } from '../../domain/ids';
 import { TERMINAL_STATUSES, toRunResponse, ZERO_USAGE, type OutputItem, type RunInput, type RunResponse, type Usage } from '../../domain/runs';
 import { db } from '../../db/sequelize';
-import { scope, workspaceOf } from '../middleware/auth';
+import { authorize, workspaceOf } from '../middleware/auth';
 import type { AppState } from '../state';
 import { temporal } from '../temporal';
 import { relayRunEvents } from '../streaming';
@@ -86,14 +86,15 @@ async function queuedRun(workspaceId: number, publicId: string): Promise<RunResp
 
 /** GET /api/v2/runs/{run_id} and POST /api/v2/runs/{run_id}/cancel. */
 export function runsRoutes(router: Router<AppState>): void {
-  const runScope = scope('agents:run', 'responses:create');
+  // Run retrieval serves callers of either execution endpoint.
+  const scopes = ['agents:run', 'responses:create'] as const;
 
-  router.get('/api/v2/runs/:run_id', runScope, async (ctx) => {
+  router.get('/api/v2/runs/:run_id', authorize({ scopes, endpoint: 'runs_read' }), async (ctx) => {
     ctx.body = await loadRun(workspaceOf(ctx.state.principal).id, ctx.params.run_id);
   });
 
   /** Replays the run's events and follows them to the end, resuming after Last-Event-ID. */
-  router.get('/api/v2/runs/:run_id/events', runScope, async (ctx) => {
+  router.get('/api/v2/runs/:run_id/events', authorize({ scopes, endpoint: 'run_events' }), async (ctx) => {
     const run = await loadRun(workspaceOf(ctx.state.principal).id, ctx.params.run_id);
     const after = ctx.get('Last-Event-ID') || undefined;
     if (after !== undefined && !/^\d+-\d+$/.test(after)) throw invalidRequest('Last-Event-ID must be an event id from this stream.');
@@ -102,7 +103,7 @@ export function runsRoutes(router: Router<AppState>): void {
   });
 
   /** Idempotent: cancelling a finished run changes nothing and answers it as it ended. */
-  router.post('/api/v2/runs/:run_id/cancel', runScope, async (ctx) => {
+  router.post('/api/v2/runs/:run_id/cancel', authorize({ scopes, endpoint: 'runs_cancel' }), async (ctx) => {
     const workspaceId = workspaceOf(ctx.state.principal).id;
     const run = await loadRun(workspaceId, ctx.params.run_id);
     if (!TERMINAL_STATUSES.has(run.status)) {
