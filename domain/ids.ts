@@ -1,7 +1,19 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulid';
 
-const ulid = monotonicFactory();
+// ulid draws one random number per character; a crypto call for each was a measurable share of a
+// cheap request, so the same cryptographic randomness is drawn from a buffer refilled 4 KiB at a time.
+const pool = Buffer.alloc(4096);
+let drawn = pool.length;
+function pooledRandom(): number {
+  if (drawn === pool.length) {
+    randomFillSync(pool);
+    drawn = 0;
+  }
+  return pool[drawn++] / 256;
+}
+
+const ulid = monotonicFactory(pooledRandom);
 
 /** Public id prefixes: database keys never leave the service, these do. */
 export const ID_PREFIX = {
