@@ -1,3 +1,3 @@
 export { generate } from './model';
-export { beginRun, settleRun } from './runs';
+export { settleRun, startRun } from './runs';
 export { callTool, emitRunEvent } from './tools';

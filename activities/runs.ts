@@ -5,6 +5,7 @@ import { addUsage, creditsFor, ledgerLine, TERMINAL_STATUSES, toRunResponse, ZER
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
 import { Outbox } from '../db/outbox';
 import { statement, transaction, type Sql } from '../db/sql';
+import { generate, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
 
 export interface BegunRun {
@@ -16,7 +17,6 @@ export interface BegunRun {
 
 const outboxOf = (input: RunInput) => new Outbox(input.workspace, { requestId: input.requestId, traceId: input.traceId });
 
-const FIND_RUN = statement('SELECT id, conversation_id AS "conversationId" FROM runs WHERE public_id = $1');
 const INSERT_RUN = statement(
   `INSERT INTO runs (public_id, workspace_id, agent_id, agent_version, conversation_id, kind, status, channel, request_id, trace_id, metadata, resource_id, started_at)
    VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10, $11, now())
@@ -30,44 +30,98 @@ async function writeMessage(sql: Sql, outbox: Outbox, m: { conversation: { id: n
   outbox.add(m.role === 'user' ? 'message.received' : 'message.sent', { id, conversation: m.conversation.publicId, role: m.role });
 }
 
+const FIND_BEGUN = statement(
+  `SELECT r.id AS "runKey", r.status, r.usage, r.consumed_usage AS "consumedUsage",
+          c.id AS "conversationId", c.public_id AS "conversationPublicId", c.internal, c.channel AS "conversationChannel"
+     FROM runs r JOIN conversations c ON c.id = r.conversation_id
+    WHERE r.public_id = $1
+      FOR UPDATE OF r`,
+);
+
+interface BegunRow {
+  runKey: number;
+  status: RunStatus;
+  usage: Usage;
+  consumedUsage: Usage | null;
+  conversationId: number;
+  conversationPublicId: string;
+  internal: boolean;
+  conversationChannel: string;
+}
+
 /**
- * queued → running: records the run, its conversation and the caller's message, with their events,
- * in one transaction. Safe to repeat: a second call finds the run and changes nothing.
+ * queued → running inside the caller's transaction: the run, its conversation and the caller's
+ * message, with their events. Finds (and locks) the run instead when it is already recorded.
+ */
+async function recordRun(sql: Sql, input: RunInput): Promise<{ begun: BegunRun; row?: BegunRow }> {
+  const [row] = await sql.rows<BegunRow>(FIND_BEGUN, [input.runId]);
+  if (row) return { begun: begunRun(row.runKey, { id: row.conversationId, publicId: row.conversationPublicId, internal: row.internal, channel: row.conversationChannel }), row };
+  const outbox = outboxOf(input);
+  const conversation = input.conversation
+    ? await conversationById(sql, input.conversation.id)
+    : (await openConversation(sql, { workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: input.kind === 'response' }, outbox)).conversation;
+  const [run] = await sql.rows<{ id: number }>(INSERT_RUN, [
+    input.runId,
+    input.workspace.id,
+    input.agent.id,
+    input.agent.version,
+    conversation.id,
+    input.kind,
+    input.channel,
+    input.requestId,
+    input.traceId,
+    JSON.stringify(input.metadata),
+    input.resourceId ?? null,
+  ]);
+  if (input.kind !== 'response') await writeMessage(sql, outbox, { conversation, runKey: run.id, role: 'user', content: input.input });
+  outbox.add('agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' });
+  await outbox.write(sql);
+  return { begun: begunRun(run.id, conversation) };
+}
+
+/**
+ * queued → running, in one transaction, and response.started on the run's stream. Safe to repeat: a
+ * second call finds the run, changes nothing and announces nothing.
  */
 export async function beginRun(input: RunInput): Promise<BegunRun> {
-  const begun = await transaction(async (sql): Promise<BegunRun> => {
-    const [existing] = await sql.rows<{ id: number; conversationId: number }>(FIND_RUN, [input.runId]);
-    if (existing) return begunRun(existing.id, await conversationById(sql, existing.conversationId));
-    const outbox = outboxOf(input);
-    const conversation = input.conversation
-      ? await conversationById(sql, input.conversation.id)
-      : (await openConversation(sql, { workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: input.kind === 'response' }, outbox)).conversation;
-    const [run] = await sql.rows<{ id: number }>(INSERT_RUN, [
-      input.runId,
-      input.workspace.id,
-      input.agent.id,
-      input.agent.version,
-      conversation.id,
-      input.kind,
-      input.channel,
-      input.requestId,
-      input.traceId,
-      JSON.stringify(input.metadata),
-      input.resourceId ?? null,
-    ]);
-    if (input.kind !== 'response') await writeMessage(sql, outbox, { conversation, runKey: run.id, role: 'user', content: input.input });
-    outbox.add('agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' });
-    await outbox.write(sql);
-    return begunRun(run.id, conversation);
-  });
-  const stream = new RunEvents(input.runId);
-  const { output, usage, ...started } = runResponse(input, begun, { status: 'running', output: [], usage: ZERO_USAGE });
-  stream.emit('response.started', { ...started, stream_version: STREAM_VERSION });
-  await stream.flush();
+  const { begun, row } = await transaction((sql) => recordRun(sql, input));
+  if (!row) {
+    const stream = new RunEvents(input.runId);
+    const { output, usage, ...started } = runResponse(input, begun, { status: 'running', output: [], usage: ZERO_USAGE });
+    stream.emit('response.started', { ...started, stream_version: STREAM_VERSION });
+    await stream.flush();
+  }
   return begun;
 }
 
-function begunRun(runKey: number, conversation: ConversationRecord): BegunRun {
+export interface StartRun {
+  run: RunInput;
+  /** Whether the conversation's earlier turns go to the model (memory applies). */
+  memory: boolean;
+  /** The first model call, less what the run already says. */
+  call: Omit<GenerateInput, 'runId' | 'config' | 'input' | 'attachments' | 'historyFrom'>;
+}
+
+/**
+ * The run's first activity: queued → running (beginRun), then its first model call (generate).
+ * Recording the run inside the first call rather than in a local activity of its own spares every
+ * run a workflow activation and a local-activity round trip (about 10 ms of a run's latency).
+ * A retried attempt finds the run recorded and only calls the model again.
+ */
+export async function startRun(s: StartRun): Promise<GenerateResult & { begun: BegunRun }> {
+  const begun = await beginRun(s.run);
+  const reply = await generate({
+    ...s.call,
+    runId: s.run.runId,
+    config: s.run.agent.config,
+    input: s.run.input,
+    attachments: s.run.attachments,
+    historyFrom: s.memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
+  });
+  return { ...reply, begun };
+}
+
+function begunRun(runKey: number, conversation: Pick<ConversationRecord, 'id' | 'publicId' | 'internal' | 'channel'>): BegunRun {
   return {
     runKey,
     conversationId: conversation.id,
@@ -78,7 +132,6 @@ function begunRun(runKey: number, conversation: ConversationRecord): BegunRun {
 
 export interface Settlement {
   input: RunInput;
-  begun: BegunRun;
   status: Exclude<RunStatus, 'queued' | 'running'>;
   output: OutputItem[];
   usage: Usage;
@@ -104,7 +157,6 @@ export function runResponse(input: RunInput, begun: BegunRun, fields: { status: 
   });
 }
 
-const LOCK_RUN = statement('SELECT status, usage, consumed_usage AS "consumedUsage" FROM runs WHERE id = $1 FOR UPDATE');
 const SETTLE_RUN = statement('UPDATE runs SET status = $2, output = $3, usage = $4, error_code = $5, error_message = $6, completed_at = now() WHERE id = $1');
 /** The run's one ledger line and the debit of its credits; the balance comes back for the threshold check. */
 const BILL = statement(
@@ -124,9 +176,10 @@ const INSERT_LOG = statement(
  * call (a retried activity) finds the run already settled and returns what was stored.
  */
 export async function settleRun(s: Settlement): Promise<RunOutcome> {
-  const { input, begun } = s;
+  const { input } = s;
   const outcome = await transaction(async (sql): Promise<RunOutcome> => {
-    const [row] = await sql.rows<{ status: RunStatus; usage: Usage; consumedUsage: Usage | null }>(LOCK_RUN, [begun.runKey]);
+    // A run whose first call failed before recording it (or was cancelled first) is recorded now, so every path settles.
+    const { begun, row = { status: 'running', usage: ZERO_USAGE, consumedUsage: null } } = await recordRun(sql, input);
     if (TERMINAL_STATUSES.has(row.status)) return { run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) };
     // Calls cut short reported no usage; what they consumed was recorded on the run and is billed too.
     const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;

@@ -2,7 +2,7 @@ import { QueryTypes } from 'sequelize';
 import * as admin from '../api/admin/commands';
 import { beginRun, settleRun } from '../activities/runs';
 import { mintId, mintTraceId } from '../domain/ids';
-import type { RunInput } from '../domain/runs';
+import { ZERO_USAGE, type RunInput } from '../domain/runs';
 import { db } from '../db/sequelize';
 import { call, providerRequests, tenant, useApi } from './support/stack';
 
@@ -49,7 +49,7 @@ describe('billing', () => {
     };
     const begun = await beginRun(input);
     expect(await beginRun(input)).toEqual(begun);
-    const settlement = { input, begun, status: 'completed' as const, output: [{ type: 'text' as const, text: 'ok' }], usage: { input_tokens: 40, output_tokens: 2, total_tokens: 42, cached_tokens: 0 }, model: 'm', toolNames: [] };
+    const settlement = { input, status: 'completed' as const, output: [{ type: 'text' as const, text: 'ok' }], usage: { input_tokens: 40, output_tokens: 2, total_tokens: 42, cached_tokens: 0 }, model: 'm', toolNames: [] };
     await settleRun(settlement);
     await settleRun(settlement);
     const [ledger] = await rows<{ n: number; credits: number }>('SELECT count(*)::int AS n, sum(credits)::int AS credits FROM ledger_lines WHERE workspace_id = :ws', { ws: ws.id });
@@ -58,6 +58,30 @@ describe('billing', () => {
     expect(balance.credits).toBe(1_000_000 - 42);
     const [events] = await rows<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events WHERE workspace_id = :ws AND type = 'agent.run.completed'", { ws: ws.id });
     expect(events.n).toBe(1);
+  });
+
+  it('settles a run whose first call never recorded it: recorded and settled together, once', async () => {
+    const t = await tenant();
+    const ws = (await rows<{ id: number }>('SELECT id FROM workspaces WHERE public_id = :ws', { ws: t.workspace }))[0];
+    const agent = (await rows<{ id: number }>('SELECT id FROM agents WHERE public_id = :a', { a: t.agent }))[0];
+    const input: RunInput = {
+      runId: mintId('run'), kind: 'response', requestId: mintId('request'), traceId: mintTraceId(),
+      workspace: { id: ws.id, publicId: t.workspace, tenantRef: null, partnerPublicId: null },
+      agent: { id: agent.id, publicId: t.agent, version: 1, config: {} },
+      input: 'hi', attachments: [], channel: '', metadata: {}, requestContext: {},
+      options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } },
+      acceptedAt: Date.now(),
+    };
+    const settlement = { input, status: 'failed' as const, output: [], usage: ZERO_USAGE, model: 'm', toolNames: [], error: { code: 'provider_unavailable' as const, message: 'down' } };
+    const outcome = await settleRun(settlement);
+    expect(outcome).toMatchObject({ run: { id: input.runId, status: 'failed' }, error: { code: 'provider_unavailable' } });
+    await settleRun(settlement);
+    const [run] = await rows<{ status: string; error_code: string }>('SELECT status, error_code FROM runs WHERE public_id = :id', { id: input.runId });
+    expect(run).toEqual({ status: 'failed', error_code: 'provider_unavailable' });
+    const types = await rows<{ type: string }>('SELECT type FROM outbox_events WHERE workspace_id = :ws ORDER BY id', { ws: ws.id });
+    expect(types.map((e) => e.type)).toEqual(['agent.run.started', 'agent.run.failed']);
+    const [ledger] = await rows<{ n: number }>('SELECT count(*)::int AS n FROM ledger_lines WHERE workspace_id = :ws', { ws: ws.id });
+    expect(ledger.n).toBe(1);
   });
 });
 

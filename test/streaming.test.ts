@@ -51,6 +51,15 @@ describe('streaming', () => {
     }
   });
 
+  it('announces the run once when its first model call is retried before anything streamed', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ status: 502 }, { chunks: CHUNKS }]);
+    const res = await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true });
+    const fs = (await allFrames(res)).filter((f) => f.event);
+    expect(events(fs)).toEqual(['response.started', ...CHUNKS.map(() => 'response.output_text.delta'), 'response.completed']);
+    expect(await providerRequests(t.model)).toHaveLength(2);
+  });
+
   it('ends with response.failed carrying the error object when the provider fails after the stream began', async () => {
     const t = await tenant({ scopes: SCOPES });
     await scriptModel(t.model, [{ status: 500 }, { status: 500 }, { status: 500 }]);

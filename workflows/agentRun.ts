@@ -10,6 +10,7 @@ import {
   type RetryPolicy,
 } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
 import { addUsage, timedOut, ZERO_USAGE, type Deadline, type OutputItem, type RunInput, type RunOutcome, type Usage } from '../domain/runs';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
@@ -34,7 +35,7 @@ export const TOOL_RETRY: RetryPolicy = {
 const DEADLINE_GRACE_MS = 5_000;
 
 /** Bookkeeping in PostgreSQL and Redis: short, idempotent, so retried generously. */
-const { beginRun, settleRun, emitRunEvent } = proxyLocalActivities<typeof activities>({
+const { settleRun, emitRunEvent } = proxyLocalActivities<typeof activities>({
   startToCloseTimeout: '10s',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: 10 },
 });
@@ -74,8 +75,9 @@ function failureOf(err: unknown, deadline: Deadline): Failure {
 class DeadlinePassed extends Error {}
 
 /**
- * One run of an agent: running → completed, or → failed / blocked with an error code from the
- * table, or → cancelled when asked to stop. Every path settles exactly once.
+ * One run of an agent: queued → running (recorded by startRun, with the first model call) →
+ * completed, or → failed / blocked with an error code from the table, or → cancelled when asked to
+ * stop. Every path settles exactly once (settleRun).
  */
 export async function agentRun(input: RunInput): Promise<RunOutcome> {
   // timeout_ms bounds the run's calls, not its bookkeeping. Each call is given what remains of it and
@@ -87,7 +89,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     if (remaining <= 0) throw new DeadlinePassed();
     return remaining + DEADLINE_GRACE_MS;
   };
-  const generate = (call: Parameters<typeof activities.generate>[0]) =>
+  // Model calls: the first one (startRun) also records the run as running.
+  const modelCalls = () =>
     proxyActivities<typeof activities>({
       scheduleToCloseTimeout: budget(),
       // Short, so a cancelled run reaches the call quickly and a dead worker's call is retried soon.
@@ -95,11 +98,12 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       // Wait for the call to stop, so what it consumed is recorded before the run settles.
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
       retry: MODEL_RETRY,
-    }).generate(call);
+    });
   const callTool = (call: Parameters<typeof activities.callTool>[0]) =>
     proxyActivities<typeof activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: budget(), retry: TOOL_RETRY }).callTool(call);
 
-  const begun = await beginRun(input);
+  let begun: BegunRun | undefined;
+  const memory = input.kind !== 'response' && input.options.memoryPolicy === 'auto';
   let usage: Usage = ZERO_USAGE;
   let model = input.agent.config.model ?? 'default';
   const format = input.options.responseFormat;
@@ -112,22 +116,24 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   let calls = 0;
 
   const ask = async (repair?: { previous: string; problems: string[] }) => {
-    const reply = await generate({
-      runId: input.runId,
+    const call = {
       deadline,
-      config: input.agent.config,
-      input: input.input,
-      attachments: input.attachments,
-      historyFrom: input.kind !== 'response' && input.options.memoryPolicy === 'auto' ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
       format,
       stream: input.options.stream,
       call: ++calls,
       tools,
       // `required` forces the first answer to be a tool call; after that the model may answer.
-      toolChoice: policy === 'required' && toolTurns.length === 0 ? 'required' : 'auto',
+      toolChoice: policy === 'required' && toolTurns.length === 0 ? ('required' as const) : ('auto' as const),
       toolTurns: [...toolTurns],
       repair,
-    });
+    };
+    let reply;
+    if (!begun) {
+      ({ begun, ...reply } = await modelCalls().startRun({ run: input, memory, call }));
+    } else {
+      const historyFrom = memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined;
+      reply = await modelCalls().generate({ ...call, runId: input.runId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom });
+    }
     usage = addUsage(usage, reply.usage);
     model = reply.model;
     return reply;
@@ -180,7 +186,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   }
 
   const settle = (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) =>
-    CancellationScope.nonCancellable(() => settleRun({ input, begun, status, output, usage, model, toolNames, handoff, error }));
+    CancellationScope.nonCancellable(() => settleRun({ input, status, output, usage, model, toolNames, handoff, error }));
 
   try {
     const result = await respond();
