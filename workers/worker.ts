@@ -1,8 +1,9 @@
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import * as activities from '../activities';
 import { config } from '../domain/config';
 import { logger } from '../domain/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
+import { workflowBundle } from './workflowBundle';
 
 export interface RunningWorkers {
   workers: Worker[];
@@ -11,7 +12,6 @@ export interface RunningWorkers {
   shutdown(): Promise<void>;
 }
 
-const bundles = new Map<string, Promise<WorkflowBundle>>();
 let runtimeInstalled = false;
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
@@ -23,15 +23,6 @@ function installRuntime(): void {
   Runtime.install({
     logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message)),
   });
-}
-
-const quiet = new DefaultLogger('WARN', (entry) => logger.warn({ sdk: 'temporal-bundler' }, entry.message));
-
-/** One webpack bundle of the workflow code, shared by every worker in the process. */
-function workflowBundle(workflowsPath: string): Promise<WorkflowBundle> {
-  let bundle = bundles.get(workflowsPath);
-  if (!bundle) bundles.set(workflowsPath, (bundle = bundleWorkflowCode({ workflowsPath, logger: quiet })));
-  return bundle;
 }
 
 /** What a worker runs: the service's workflows and activities, or the bench's floor. */
