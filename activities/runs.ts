@@ -157,22 +157,26 @@ export function runResponse(input: RunInput, begun: BegunRun, fields: { status: 
   });
 }
 
-const SETTLE_RUN = statement('UPDATE runs SET status = $2, output = $3, usage = $4, error_code = $5, error_message = $6, completed_at = now() WHERE id = $1');
-/** The run's one ledger line and the debit of its credits; the balance comes back for the threshold check. */
-const BILL = statement(
-  `WITH line AS (
-     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) VALUES ($1, $2, $3, $4, $5, $6)
+/**
+ * The settlement's writes in one statement: the run's final state, its one ledger line, its log entry
+ * and the debit of its credits; the balance comes back for the threshold check.
+ */
+const SETTLE = statement(
+  `WITH run AS (
+     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now() WHERE id = $2
+   ), line AS (
+     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) VALUES ($1, $2, $8, $9, $10, $11)
+   ), log AS (
+     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code)
+     VALUES ($12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6)
    )
-   UPDATE workspaces SET credits = credits - $4 WHERE id = $1 RETURNING credits, usage_threshold AS "usageThreshold"`,
-);
-const INSERT_LOG = statement(
-  `INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code)
-   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+   UPDATE workspaces SET credits = credits - $9 WHERE id = $1 RETURNING credits, usage_threshold AS "usageThreshold"`,
 );
 
 /**
  * running → completed | failed | cancelled | blocked, exactly once: the final status, the ledger line,
- * the balance, the assistant message, the log entry and every event commit together. A repeated
+ * the balance, the assistant message, the log entry and every event commit together (four round
+ * trips inside the transaction: lock, settle, message when there is one, events). A repeated
  * call (a retried activity) finds the run already settled and returns what was stored.
  */
 export async function settleRun(s: Settlement): Promise<RunOutcome> {
@@ -184,17 +188,29 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     // Calls cut short reported no usage; what they consumed was recorded on the run and is billed too.
     const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;
     const outbox = outboxOf(input);
-    // Stateless responses keep a record of the request and its cost, not of the exchange.
-    const output = input.kind === 'response' ? null : JSON.stringify(s.output);
-    await sql.rows(SETTLE_RUN, [begun.runKey, s.status, output, JSON.stringify(usage), s.error?.code ?? null, s.error?.message ?? null]);
     const credits = creditsFor(usage);
-    const [balance] = await sql.rows<{ credits: number; usageThreshold: number | null }>(BILL, [
+    const [balance] = await sql.rows<{ credits: number; usageThreshold: number | null }>(SETTLE, [
       input.workspace.id,
       begun.runKey,
+      // The run: status, output (stateless responses keep a record of the request and its cost, not of
+      // the exchange), usage, error.
+      s.status,
+      input.kind === 'response' ? null : JSON.stringify(s.output),
+      JSON.stringify(usage),
+      s.error?.code ?? null,
+      s.error?.message ?? null,
+      // The ledger line: its line, credits and tokens.
       ledgerLine(input.channel, begun.conversationChannel),
       credits,
       usage.input_tokens,
       usage.output_tokens,
+      // The log entry: its id, latency, model, the rest of the usage and the tools used.
+      mintId('log'),
+      Math.max(0, Date.now() - input.acceptedAt),
+      s.model,
+      usage.total_tokens,
+      usage.cached_tokens,
+      s.toolNames,
     ]);
     const threshold = balance.usageThreshold;
     if (credits > 0 && threshold !== null && balance.credits + credits > threshold && balance.credits <= threshold) {
@@ -214,20 +230,6 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
       usage,
       ...(s.error && { error_code: s.error.code }),
     });
-    await sql.rows(INSERT_LOG, [
-      mintId('log'),
-      input.workspace.id,
-      begun.runKey,
-      s.status,
-      Math.max(0, Date.now() - input.acceptedAt),
-      s.model,
-      usage.input_tokens,
-      usage.output_tokens,
-      usage.total_tokens,
-      usage.cached_tokens,
-      s.toolNames,
-      s.error?.code ?? null,
-    ]);
     await outbox.write(sql);
     return { run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) };
   });

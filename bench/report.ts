@@ -34,7 +34,8 @@ function cpuPerRequest(l: Loaded): Record<string, number> {
 }
 
 const figures = ({ extra: _extra, ...rest }: Summary) => rest;
-const loaded = (l: Loaded) => ({ ...figures(l.summary), cpu_ms_per_request: cpuPerRequest(l) });
+const peaks = (l: Loaded) => Object.fromEntries(Object.entries(l.usage.peakRssMb).filter(([, mb]) => mb > 0).map(([name, mb]) => [name, round2(mb)]));
+const loaded = (l: Loaded) => ({ ...figures(l.summary), cpu_ms_per_request: cpuPerRequest(l), peak_rss_mb: peaks(l) });
 
 const FAIRNESS = [
   'floor: workflow floorWorkflow = one regular activity that does nothing, on its own task queue, on the same Temporal',
@@ -125,7 +126,8 @@ export function report(m: Measured): void {
     `cpu ms/request at c32   ${groups.map((g) => cell(g, 13)).join('')}`,
     ...c32Phases.map(([name, l]) => `${name.padEnd(24)}${groups.map((g) => cell(cpuPerRequest(l)[g], 13)).join('')}`),
     '',
-    `peak RSS under c32 load: api ${rss.api} MB, worker ${rss.worker} MB (floor worker ${rss.floor_worker} MB)`,
+    `peak RSS under c32 load: api ${rss.api} MB, worker ${rss.worker} MB (floor worker ${rss.floor_worker} MB); by phase:`,
+    ...c32Phases.map(([name, l]) => `  ${name.padEnd(10)} api ${peaks(l).api ?? '-'} MB, worker ${peaks(l).worker ?? '-'} MB`),
     '',
     'targets (reported, not asserted):',
     ...targets.map((t) => `  ${t.name.padEnd(36)}${cell(t.value, 9)}  ${t.target.padEnd(8)}${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`),
