@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../workers/temporalDevServer';
 
@@ -33,20 +33,25 @@ export class Children {
     mkdirSync(LOG_DIR, { recursive: true });
   }
 
-  /** Starts a child whose stdout and stderr go to bench/results/logs/<name>.log. */
+  /**
+   * Starts a child whose stdout and stderr go straight to bench/results/logs/<name>.log. Not through
+   * a pipe to this process: the load generator is busy, and a child whose log pipe is not drained
+   * buffers its log lines in memory, which would show up in its RSS.
+   */
   spawn(name: string, command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
-    const child = spawn(command, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const log = createWriteStream(path.join(LOG_DIR, `${name}.log`));
-    child.stdout!.pipe(log, { end: false });
-    child.stderr!.pipe(log, { end: false });
-    return this.adopt(name, child);
+    const file = path.join(LOG_DIR, `${name}.log`);
+    const fd = openSync(file, 'w');
+    const child = spawn(command, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', fd, fd] });
+    closeSync(fd);
+    return this.adopt(name, child, () => readFileSync(file, 'utf8').slice(-4000));
   }
 
   /** Watches a child started elsewhere (the Temporal dev server) like the ones spawn() starts. */
-  adopt(name: string, child: ChildProcess): ChildProcess {
+  adopt(name: string, child: ChildProcess, logTail?: () => string): ChildProcess {
     let tail = '';
-    for (const out of [child.stdout, child.stderr]) out?.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000)));
+    child.stderr?.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000)));
     child.once('exit', (code, signal) => {
+      if (logTail) tail = logTail();
       const at = this.running.findIndex((r) => r.child === child);
       if (at !== -1) this.running.splice(at, 1);
       if (!this.stopping) this.fail(new Error(`${name} exited (${signal ?? `code ${code}`}) during the bench:\n${tail}`));

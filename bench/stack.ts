@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import type { Client } from '@temporalio/client';
@@ -34,6 +35,14 @@ async function polled(client: Client, taskQueue: string): Promise<boolean> {
     if (!pollers?.length) return false;
   }
   return true;
+}
+
+/** An npm script's command line, e.g. `node --max-old-space-size=160 dist/api/server.js`, as argv. */
+function npmScriptArgs(name: string): string[] {
+  const scripts = (JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  const argv = scripts[name].split(/\s+/);
+  if (argv[0] !== 'node') throw new Error(`npm script ${name} does not start with node: ${scripts[name]}`);
+  return argv;
 }
 
 export async function dropDatabase(database: string): Promise<void> {
@@ -82,11 +91,15 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   };
   const node = (name: string, script: string, args: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
     children.spawn(name, process.execPath, [script, ...args], { ...env, ...extra }).pid!;
-  const profiled = (name: string, script: string) =>
-    profile ? node(name, '--cpu-prof', ['--cpu-prof-dir', path.join(PROFILE_DIR, name), script]) : node(name, script);
+  // The API and the worker run exactly as their npm scripts define them (node options included).
+  const service = (name: string, npmScript: string) => {
+    const [, ...args] = npmScriptArgs(npmScript);
+    const profiling = profile ? ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, name)] : [];
+    return children.spawn(name, process.execPath, [...profiling, ...args], env).pid!;
+  };
   const pids = {
-    api: profiled('api', 'dist/api/server.js'),
-    worker: profiled('worker', 'dist/workers/main.js'),
+    api: service('api', 'start:api'),
+    worker: service('worker', 'start:worker'),
     floor_worker: node('floor-worker', 'dist/bench/floorWorker.js', [FLOOR_QUEUE]),
     bare_koa: node('bare-koa', 'dist/bench/bareKoa.js', [], { PORT: String(bareKoaPort) }),
   };

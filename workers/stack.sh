@@ -39,9 +39,14 @@ else
 fi
 
 node dist/db/migrate.js >/dev/null
-node dist/workers/main.js &
+# The worker and the API run exactly as `npm run start:worker` / `start:api` define them, without npm
+# in between, so that Ctrl-C's SIGTERM reaches them and they drain.
+script() { node -p "require('./package.json').scripts['$1']"; }
+read -ra worker_cmd <<<"$(script start:worker)"
+read -ra api_cmd <<<"$(script start:api)"
+"${worker_cmd[@]}" &
 pids+=($!)
-node dist/api/server.js &
+"${api_cmd[@]}" &
 pids+=($!)
 
 for _ in $(seq 1 100); do reachable "127.0.0.1:$PORT" && break; sleep 0.1; done
