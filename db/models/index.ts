@@ -5,14 +5,11 @@ import { Conversation, Message } from './conversation';
 import { Document } from './document';
 import { IdempotencyKey } from './idempotencyKey';
 import { KnowledgeCollection } from './knowledgeCollection';
-import { LedgerLine } from './ledgerLine';
-import { OutboxEvent } from './outboxEvent';
 import { Partner } from './partner';
 import { Run } from './run';
-import { RunLog } from './runLog';
 import { Workspace } from './workspace';
 
-export { Agent, AgentVersion, ApiKey, Conversation, Document, IdempotencyKey, KnowledgeCollection, LedgerLine, Message, OutboxEvent, Partner, Run, RunLog, Workspace };
+export { Agent, AgentVersion, ApiKey, Conversation, Document, IdempotencyKey, KnowledgeCollection, Message, Partner, Run, Workspace };
 
 let ready = false;
 
@@ -20,7 +17,7 @@ let ready = false;
 export function models(): void {
   if (ready) return;
   const sequelize = db();
-  for (const model of [Partner, Workspace, ApiKey, Agent, AgentVersion, Conversation, Message, Run, LedgerLine, OutboxEvent, RunLog, Document, KnowledgeCollection, IdempotencyKey]) {
+  for (const model of [Partner, Workspace, ApiKey, Agent, AgentVersion, Conversation, Message, Run, Document, KnowledgeCollection, IdempotencyKey]) {
     model.setup(sequelize);
   }
   ready = true;
