@@ -91,16 +91,18 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   };
   const node = (name: string, script: string, args: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
     children.spawn(name, process.execPath, [script, ...args], { ...env, ...extra }).pid!;
-  // The API and the worker run exactly as their npm scripts define them (node options included).
-  const service = (name: string, npmScript: string) => {
+  // The API and the worker run exactly as their npm scripts define them (node options included); the
+  // floor's worker gets the service worker's node options too.
+  const service = (name: string, npmScript: string, script?: string[]) => {
     const [, ...args] = npmScriptArgs(npmScript);
-    const profiling = profile ? ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, name)] : [];
-    return children.spawn(name, process.execPath, [...profiling, ...args], env).pid!;
+    const options = args.filter((a) => a.startsWith('--'));
+    const profiling = profile && !script ? ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, name)] : [];
+    return children.spawn(name, process.execPath, [...profiling, ...(script ? [...options, ...script] : args)], env).pid!;
   };
   const pids = {
     api: service('api', 'start:api'),
     worker: service('worker', 'start:worker'),
-    floor_worker: node('floor-worker', 'dist/bench/floorWorker.js', [FLOOR_QUEUE]),
+    floor_worker: service('floor-worker', 'start:worker', ['dist/bench/floorWorker.js', FLOOR_QUEUE]),
     bare_koa: node('bare-koa', 'dist/bench/bareKoa.js', [], { PORT: String(bareKoaPort) }),
   };
 

@@ -14,6 +14,9 @@ export interface RunningWorkers {
 
 let runtimeInstalled = false;
 
+/** Workflows a worker keeps in memory between their tasks: far more than one worker has in flight. */
+const MAX_CACHED_WORKFLOWS = 500;
+
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
 
 /** Routes the SDK's own log lines into the service's JSON logs, at warning level and above. */
@@ -53,7 +56,16 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
   const workflowBundleCode = await workflowBundle(code.workflowsPath);
   const workers = await Promise.all(
     queues.map((taskQueue) =>
-      Worker.create({ connection, namespace: c.temporalNamespace, taskQueue, workflowBundle: workflowBundleCode, activities: code.activities }),
+      Worker.create({
+        connection,
+        namespace: c.temporalNamespace,
+        taskQueue,
+        workflowBundle: workflowBundleCode,
+        activities: code.activities,
+        // The SDK sizes this cache from the heap limit, which npm run start:worker caps; runs in flight
+        // must stay cached (an evicted run replays its history on its next task), so it is fixed here.
+        maxCachedWorkflows: MAX_CACHED_WORKFLOWS,
+      }),
     ),
   );
   const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
