@@ -1,6 +1,6 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { LoopbackServer, readJson } from '../test/stack/loopbackServer';
 
 /** The token the bench puts in a request's input, so a provider request can be matched to the client's. */
 export const tokenTag = (token: string) => `[bench:${token}]`;
@@ -15,38 +15,13 @@ export const STREAM_TAIL_MS = 50;
 const REPLY = ['stub ', 'reply'];
 const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, prompt_tokens_details: { cached_tokens: 0 } };
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
-}
-
 /**
  * An OpenAI-compatible Chat Completions stub (the shape of test/stack/stubProvider.ts's default
  * reply) that answers at once and, for streamed calls, notes when it wrote the first content chunk.
  * It lives in the bench's own process, so that moment and the client's read the same clock.
  */
-export class BenchStub {
-  private server: Server | undefined;
+export class BenchStub extends LoopbackServer {
   private readonly firstChunkAt = new Map<string, number>();
-  url = '';
-
-  async start(): Promise<string> {
-    this.server = createServer((req, res) => {
-      this.complete(req, res).catch((err) => {
-        if (!res.headersSent) res.writeHead(500);
-        res.end(String(err));
-      });
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this.url;
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
 
   /** When the first content chunk for this token was written (performance.now()), once. */
   takeFirstChunkAt(token: string): number | undefined {
@@ -55,7 +30,7 @@ export class BenchStub {
     return at;
   }
 
-  private async complete(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       res.writeHead(404).end();
       return;

@@ -35,18 +35,24 @@ describe('billing', () => {
     expect(lines).toEqual([{ line: 'whatsapp', credits: 15 }, { line: 'web', credits: 15 }, { line: 'api', credits: 15 }]);
   });
 
-  it('settles once even when the settlement activity runs again', async () => {
+  /** A run's input as the API would build it, for calling the bookkeeping activities directly. */
+  async function runInput(kind: RunInput['kind'], channel: string): Promise<{ input: RunInput; ws: { id: number } }> {
     const t = await tenant();
     const ws = (await rows<{ id: number }>('SELECT id FROM workspaces WHERE public_id = :ws', { ws: t.workspace }))[0];
     const agent = (await rows<{ id: number }>('SELECT id FROM agents WHERE public_id = :a', { a: t.agent }))[0];
     const input: RunInput = {
-      runId: mintId('run'), kind: 'agent_run', requestId: mintId('request'), traceId: mintTraceId(),
+      runId: mintId('run'), kind, requestId: mintId('request'), traceId: mintTraceId(),
       workspace: { id: ws.id, publicId: t.workspace, tenantRef: null, partnerPublicId: null },
       agent: { id: agent.id, publicId: t.agent, version: 1, config: {} },
-      input: 'hi', attachments: [], channel: 'api', metadata: {}, requestContext: {},
+      input: 'hi', attachments: [], channel, metadata: {}, requestContext: {},
       options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } },
       acceptedAt: Date.now(),
     };
+    return { input, ws };
+  }
+
+  it('settles once even when the settlement activity runs again', async () => {
+    const { input, ws } = await runInput('agent_run', 'api');
     const begun = await beginRun(input);
     expect(await beginRun(input)).toEqual(begun);
     const settlement = { input, status: 'completed' as const, output: [{ type: 'text' as const, text: 'ok' }], usage: { input_tokens: 40, output_tokens: 2, total_tokens: 42, cached_tokens: 0 }, model: 'm', toolNames: [] };
@@ -61,17 +67,7 @@ describe('billing', () => {
   });
 
   it('settles a run whose first call never recorded it: recorded and settled together, once', async () => {
-    const t = await tenant();
-    const ws = (await rows<{ id: number }>('SELECT id FROM workspaces WHERE public_id = :ws', { ws: t.workspace }))[0];
-    const agent = (await rows<{ id: number }>('SELECT id FROM agents WHERE public_id = :a', { a: t.agent }))[0];
-    const input: RunInput = {
-      runId: mintId('run'), kind: 'response', requestId: mintId('request'), traceId: mintTraceId(),
-      workspace: { id: ws.id, publicId: t.workspace, tenantRef: null, partnerPublicId: null },
-      agent: { id: agent.id, publicId: t.agent, version: 1, config: {} },
-      input: 'hi', attachments: [], channel: '', metadata: {}, requestContext: {},
-      options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } },
-      acceptedAt: Date.now(),
-    };
+    const { input, ws } = await runInput('response', '');
     const settlement = { input, status: 'failed' as const, output: [], usage: ZERO_USAGE, model: 'm', toolNames: [], error: { code: 'provider_unavailable' as const, message: 'down' } };
     const outcome = await settleRun(settlement);
     expect(outcome).toMatchObject({ run: { id: input.runId, status: 'failed' }, error: { code: 'provider_unavailable' } });

@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { LoopbackServer, readJson } from './loopbackServer';
 
 /**
  * A stub OpenAI-compatible Chat Completions server whose replies each test scripts. Scripts are
@@ -33,12 +33,6 @@ interface Script {
 
 const DEFAULT_REPLY: StubReply = { text: 'stub reply' };
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {};
-}
-
 // Unref'd: a scripted delay must not keep the test run alive after teardown.
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
 
@@ -56,10 +50,8 @@ function toolCallsOf(reply: StubReply) {
   return (reply.toolCalls ?? []).map((c, index) => ({ index, id: `call_${index}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
 }
 
-export class StubProvider {
+export class StubProvider extends LoopbackServer {
   private readonly scripts = new Map<string, Script>();
-  private server: Server | undefined;
-  url = '';
 
   private script(model: string): Script {
     let script = this.scripts.get(model);
@@ -70,24 +62,7 @@ export class StubProvider {
     return script;
   }
 
-  async start(): Promise<string> {
-    this.server = createServer((req, res) => {
-      this.handle(req, res).catch((err) => {
-        if (!res.headersSent) res.writeHead(500);
-        res.end(String(err));
-      });
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-    return this.url;
-  }
-
-  async stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
-
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  protected async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://stub');
     if (req.method === 'POST' && url.pathname === '/_stub/script') {
       const { model, replies } = (await readJson(req)) as { model: string; replies: StubReply[] };
