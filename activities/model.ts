@@ -2,8 +2,9 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { Op } from 'sequelize';
 import type { AgentConfig } from '../domain/agents';
 import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
-import { estimateTokens, timedOut, type Attachment, type Deadline, type OutputItem, type ResponseFormat, type Usage } from '../domain/runs';
+import { estimateTokens, type Attachment, type Deadline, type OutputItem, type ResponseFormat, type Usage } from '../domain/runs';
 import { db } from '../db/sequelize';
+import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';
 import { Message, models } from '../db/models';
 import { assemblePrompt, userContent } from './prompt';
@@ -40,7 +41,6 @@ export interface GenerateResult {
   check: StructuredCheck;
 }
 
-const HEARTBEAT_MS = 1000;
 const DEFAULT_HISTORY = 20;
 
 function textOf(content: unknown): string {
@@ -71,19 +71,24 @@ async function loadHistory(input: GenerateInput): Promise<ChatMessage[]> {
  * reaches it and aborts the provider request; provider failures become typed failures whose
  * retryability the declared retry policy honours.
  */
-export async function generate(input: GenerateInput): Promise<GenerateResult> {
+export function generate(input: GenerateInput): Promise<GenerateResult> {
+  return heartbeating(() => callModel(input));
+}
+
+/** The model call itself, for activities that heartbeat around more than the call (startRun). */
+export async function callModel(input: GenerateInput): Promise<GenerateResult> {
   const ctx = Context.current();
+  // A retry that starts past the deadline sends nothing, so it is not billed for anything.
+  if (input.deadline.at <= Date.now()) throw deadlineFailure(input.deadline);
   const events = new RunEvents(input.runId);
   // No text twice: an attempt after one that already streamed chunks would repeat them, so it fails instead.
   if (input.stream && ctx.info.attempt > 1 && (await events.streamedOutput(input.call))) {
     throw ApplicationFailure.create({ message: 'The provider failed after output had started streaming; the call is not repeated into the same stream.', type: 'provider_unavailable', nonRetryable: true });
   }
-  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
   const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
   const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns });
   let streamed = '';
-  const pastDeadline = AbortSignal.timeout(Math.max(0, input.deadline.at - Date.now()));
-  const signal = AbortSignal.any([ctx.cancellationSignal, pastDeadline]);
+  const signal = callSignal(input.deadline);
   try {
     const reply = await modelProvider().complete({
       model: input.config.model ?? 'default',
@@ -108,10 +113,7 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
   } catch (err) {
     if (signal.aborted) {
       await recordConsumed(input.runId, messages, streamed);
-      if (!ctx.cancellationSignal.aborted) {
-        const { code, message } = timedOut(input.deadline);
-        throw ApplicationFailure.create({ type: code, message, nonRetryable: true });
-      }
+      if (!ctx.cancellationSignal.aborted) throw deadlineFailure(input.deadline);
       // Whatever the provider client threw on abort, the workflow must see a cancellation.
       throw err instanceof CancelledFailure ? err : new CancelledFailure('model call cancelled');
     }
@@ -120,7 +122,6 @@ export async function generate(input: GenerateInput): Promise<GenerateResult> {
     }
     throw err;
   } finally {
-    clearInterval(timer);
     await events.flush();
   }
 }

@@ -27,6 +27,12 @@ export class RunEvents {
     await this.last;
   }
 
+  /** Whether the run's stream begins with an event of this type (an earlier attempt announced the run). */
+  async startsWith(type: StreamEventType): Promise<boolean> {
+    const [first] = await redis().xrange(runEventsKey(this.runId), '-', '+', 'COUNT', 1);
+    return first?.[1][1] === type;
+  }
+
   /** Whether an earlier attempt of this model call already streamed output chunks. */
   async streamedOutput(call: number): Promise<boolean> {
     const entries = await redis().xrange(runEventsKey(this.runId), '-', '+');

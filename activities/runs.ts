@@ -5,7 +5,8 @@ import { addUsage, creditsFor, ledgerLine, TERMINAL_STATUSES, toRunResponse, ZER
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
 import { Outbox } from '../db/outbox';
 import { statement, transaction, type Sql } from '../db/sql';
-import { generate, type GenerateInput, type GenerateResult } from './model';
+import { heartbeating } from './bounded';
+import { callModel, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
 
 export interface BegunRun {
@@ -79,16 +80,22 @@ async function recordRun(sql: Sql, input: RunInput): Promise<{ begun: BegunRun; 
   return { begun: begunRun(run.id, conversation) };
 }
 
+/** response.started on the run's stream, announced by whichever step recorded the run. */
+function announceStart(stream: RunEvents, input: RunInput, begun: BegunRun): void {
+  const { output, usage, ...started } = runResponse(input, begun, { status: 'running', output: [], usage: ZERO_USAGE });
+  stream.emit('response.started', { ...started, stream_version: STREAM_VERSION });
+}
+
 /**
  * queued → running, in one transaction, and response.started on the run's stream. Safe to repeat: a
- * second call finds the run, changes nothing and announces nothing.
+ * second call finds the run and changes nothing; it announces the run only if the attempt that
+ * recorded it died before announcing it.
  */
 export async function beginRun(input: RunInput): Promise<BegunRun> {
   const { begun, row } = await transaction((sql) => recordRun(sql, input));
-  if (!row) {
-    const stream = new RunEvents(input.runId);
-    const { output, usage, ...started } = runResponse(input, begun, { status: 'running', output: [], usage: ZERO_USAGE });
-    stream.emit('response.started', { ...started, stream_version: STREAM_VERSION });
+  const stream = new RunEvents(input.runId);
+  if (!row || !(await stream.startsWith('response.started'))) {
+    announceStart(stream, input, begun);
     await stream.flush();
   }
   return begun;
@@ -103,22 +110,24 @@ export interface StartRun {
 }
 
 /**
- * The run's first activity: queued → running (beginRun), then its first model call (generate).
- * Recording the run inside the first call rather than in a local activity of its own spares every
- * run a workflow activation and a local-activity round trip (about 10 ms of a run's latency).
- * A retried attempt finds the run recorded and only calls the model again.
+ * The run's first activity: queued → running (beginRun), then its first model call. Recording the
+ * run inside the first call rather than in a local activity of its own spares every run a workflow
+ * activation and a local-activity round trip (about 10 ms of a run's latency). It heartbeats from
+ * its start, bookkeeping included. A retried attempt finds the run recorded and only calls again.
  */
-export async function startRun(s: StartRun): Promise<GenerateResult & { begun: BegunRun }> {
-  const begun = await beginRun(s.run);
-  const reply = await generate({
-    ...s.call,
-    runId: s.run.runId,
-    config: s.run.agent.config,
-    input: s.run.input,
-    attachments: s.run.attachments,
-    historyFrom: s.memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
+export function startRun(s: StartRun): Promise<GenerateResult & { begun: BegunRun }> {
+  return heartbeating(async () => {
+    const begun = await beginRun(s.run);
+    const reply = await callModel({
+      ...s.call,
+      runId: s.run.runId,
+      config: s.run.agent.config,
+      input: s.run.input,
+      attachments: s.run.attachments,
+      historyFrom: s.memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
+    });
+    return { ...reply, begun };
   });
-  return { ...reply, begun };
 }
 
 function begunRun(runKey: number, conversation: Pick<ConversationRecord, 'id' | 'publicId' | 'internal' | 'channel'>): BegunRun {
@@ -175,16 +184,18 @@ const SETTLE = statement(
 
 /**
  * running → completed | failed | cancelled | blocked, exactly once: the final status, the ledger line,
- * the balance, the assistant message, the log entry and every event commit together (four round
- * trips inside the transaction: lock, settle, message when there is one, events). A repeated
+ * the balance, the assistant message, the log entry and every event commit together (inside the
+ * transaction: the run locked, one settling statement, the message when there is one, the events). A repeated
  * call (a retried activity) finds the run already settled and returns what was stored.
  */
 export async function settleRun(s: Settlement): Promise<RunOutcome> {
   const { input } = s;
-  const outcome = await transaction(async (sql): Promise<RunOutcome> => {
+  const { outcome, begun, recorded, now } = await transaction(async (sql) => {
     // A run whose first call failed before recording it (or was cancelled first) is recorded now, so every path settles.
-    const { begun, row = { status: 'running', usage: ZERO_USAGE, consumedUsage: null } } = await recordRun(sql, input);
-    if (TERMINAL_STATUSES.has(row.status)) return { run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) };
+    const recordedRun = await recordRun(sql, input);
+    const { begun, row = { status: 'running', usage: ZERO_USAGE, consumedUsage: null } } = recordedRun;
+    const settled = (outcome: RunOutcome, now: boolean) => ({ outcome, begun, recorded: !recordedRun.row, now });
+    if (TERMINAL_STATUSES.has(row.status)) return settled({ run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) }, false);
     // Calls cut short reported no usage; what they consumed was recorded on the run and is billed too.
     const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;
     const outbox = outboxOf(input);
@@ -231,9 +242,14 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
       ...(s.error && { error_code: s.error.code }),
     });
     await outbox.write(sql);
-    return { run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) };
+    return settled({ run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) }, true);
   });
+  // A repeated call leaves the stream alone: it has its one terminal event, or, when the call that
+  // settled died before writing it, the API derives it from the workflow's outcome.
+  if (!now) return outcome;
   const stream = new RunEvents(input.runId);
+  // The run was never announced when it is recorded only now: a stream still starts with response.started.
+  if (recorded) announceStart(stream, input, begun);
   const terminal = terminalEvent(outcome);
   stream.emit(terminal.type, terminal.data);
   await stream.flush();

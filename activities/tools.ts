@@ -6,7 +6,9 @@ import ipaddr from 'ipaddr.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { HttpToolConfig } from '../domain/agents';
 import { config } from '../domain/config';
+import type { Deadline } from '../domain/runs';
 import type { StreamEventType } from '../domain/streamEvents';
+import { callSignal, deadlineFailure } from './bounded';
 import { RunEvents } from './runEvents';
 
 const TOOL_TIMEOUT_MS = 10_000;
@@ -14,6 +16,8 @@ const MAX_RESULT_BYTES = 16 * 1024;
 
 export interface ToolInvocation {
   runId: string;
+  /** The tool request is stopped at the run's deadline, which then fails the run. */
+  deadline: Deadline;
   workspacePublicId: string;
   callId: string;
   tool: HttpToolConfig;
@@ -77,7 +81,9 @@ function post(url: URL, body: string, headers: Record<string, string>, signal: A
  */
 export async function callTool(call: ToolInvocation): Promise<string> {
   const ctx = Context.current();
+  if (call.deadline.at <= Date.now()) throw deadlineFailure(call.deadline);
   const events = new RunEvents(call.runId);
+  const signal = callSignal(call.deadline);
   if (ctx.info.attempt === 1) events.emit('response.tool.started', { id: call.runId, call_id: call.callId, tool: call.tool.name });
   try {
     const url = new URL(call.tool.url);
@@ -88,7 +94,7 @@ export async function callTool(call: ToolInvocation): Promise<string> {
       'x-service-signature': `t=${timestamp},v1=${signature}`,
       'x-service-run-id': call.runId,
       'x-service-tool-call-id': call.callId,
-    }, ctx.cancellationSignal);
+    }, signal);
     if (answer.status >= 400) {
       throw ApplicationFailure.create({ message: `tool ${call.tool.name} answered ${answer.status}`, type: 'tool_execution_failed', nonRetryable: answer.status < 500 });
     }
@@ -96,6 +102,8 @@ export async function callTool(call: ToolInvocation): Promise<string> {
     return answer.text;
   } catch (err) {
     if (err instanceof ApplicationFailure) throw err;
+    // The run's time is up: stopping the tool fails the run, whatever the tool policy.
+    if (signal.aborted && !ctx.cancellationSignal.aborted) throw deadlineFailure(call.deadline);
     const final = (err as { code?: string }).code === 'ETARGETREFUSED';
     throw ApplicationFailure.create({ message: `tool ${call.tool.name} failed: ${(err as Error).message}`, type: 'tool_execution_failed', nonRetryable: final });
   } finally {

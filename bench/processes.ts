@@ -128,6 +128,9 @@ export interface PhaseUsage {
   cpuMs: Record<string, number>;
 }
 
+/** Each group's processes, by pid. */
+type Sample = Record<string, Map<number, ProcStat>>;
+
 /**
  * Samples the watched processes every 200 ms: their peak RSS over a phase, and the CPU time each
  * used in it, which divided by the requests served gives what one request costs where.
@@ -140,18 +143,18 @@ export class ProcessSampler {
     this.timer = setInterval(() => this.sample(), 200).unref();
   }
 
-  private read(): Record<string, ProcStat> {
-    const out: Record<string, ProcStat> = {};
+  private sample(): Sample {
+    const now: Sample = {};
     for (const [name, what] of Object.entries(this.watched)) {
-      const stats = (typeof what === 'number' ? [what] : pidsNamed(what.comm)).map(procStat).filter((s): s is ProcStat => s !== undefined);
-      out[name] = { rssMb: stats.reduce((sum, s) => sum + s.rssMb, 0), cpuMs: stats.reduce((sum, s) => sum + s.cpuMs, 0) };
+      const group = new Map<number, ProcStat>();
+      for (const pid of typeof what === 'number' ? [what] : pidsNamed(what.comm)) {
+        const stat = procStat(pid);
+        if (stat) group.set(pid, stat);
+      }
+      now[name] = group;
+      const rss = [...group.values()].reduce((sum, s) => sum + s.rssMb, 0);
+      this.peaks[name] = Math.max(this.peaks[name] ?? 0, rss);
     }
-    return out;
-  }
-
-  private sample(): Record<string, ProcStat> {
-    const now = this.read();
-    for (const [name, s] of Object.entries(now)) this.peaks[name] = Math.max(this.peaks[name] ?? 0, s.rssMb);
     return now;
   }
 
@@ -163,7 +166,11 @@ export class ProcessSampler {
     const after = this.sample();
     const own = process.cpuUsage(ownBefore);
     const cpuMs: Record<string, number> = { bench: (own.user + own.system) / 1000 };
-    for (const name of Object.keys(after)) cpuMs[name] = after[name].cpuMs - (before[name]?.cpuMs ?? 0);
+    // Per process: one that started during the phase counts whole; one that ended in it is lost
+    // (the pools keep their connections through a phase, so PostgreSQL's backends stay).
+    for (const [name, group] of Object.entries(after)) {
+      cpuMs[name] = [...group].reduce((sum, [pid, s]) => sum + s.cpuMs - (before[name]?.get(pid)?.cpuMs ?? 0), 0);
+    }
     return { result, usage: { peakRssMb: { ...this.peaks }, cpuMs } };
   }
 

@@ -57,10 +57,8 @@ export async function dropDatabase(database: string): Promise<void> {
  * a fresh database with one workspace, key and agent, the stub provider in this process, and as
  * child processes the API, the service worker, the floor worker and a bare Koa app. The service runs
  * with its production defaults (log level included); only the rate limits are raised out of reach.
- */
-/**
- * `profile`: the API and the service worker run with --cpu-prof, writing to bench/results/profiles/<name>/
- * (the worker writes one profile per thread: its main thread and its workflow thread).
+ * With `profile` the API and the service worker run with --cpu-prof, writing to
+ * bench/results/profiles/<name>/ (the worker writes one profile per thread).
  */
 export async function startStack(children: Children, stub: BenchStub, database: string, profile: boolean): Promise<Stack> {
   const temporalServer = await startDevServer();

@@ -30,14 +30,23 @@ function on(client: Client): Sql {
   };
 }
 
+/** Thrown when a transaction could not be rolled back: its connection must not go back to the pool. */
+class Unusable extends Error {}
+
 /** Borrows a connection of the process's one pool (Sequelize's) for `work`, and gives it back. */
 async function borrow<T>(work: (client: Client) => Promise<T>): Promise<T> {
   const manager = db().connectionManager;
   const connection = await manager.getConnection({ type: 'write' });
+  let reusable = true;
   try {
     return await work(connection as unknown as Client);
+  } catch (err) {
+    if (!(err instanceof Unusable)) throw err;
+    reusable = false;
+    throw err.cause;
   } finally {
-    manager.releaseConnection(connection);
+    if (reusable) manager.releaseConnection(connection);
+    else await manager.destroyConnection(connection).catch(() => undefined);
   }
 }
 
@@ -55,7 +64,10 @@ export function transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      // A connection that cannot roll back may still be inside the transaction: it is closed instead of reused.
+      await client.query('ROLLBACK').catch(() => {
+        throw new Unusable('rollback failed', { cause: err });
+      });
       throw err;
     }
   });

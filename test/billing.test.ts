@@ -3,7 +3,9 @@ import * as admin from '../api/admin/commands';
 import { beginRun, settleRun } from '../activities/runs';
 import { mintId, mintTraceId } from '../domain/ids';
 import { ZERO_USAGE, type RunInput } from '../domain/runs';
+import { redis } from '../db/redis';
 import { db } from '../db/sequelize';
+import { runEventsKey } from '../domain/streamEvents';
 import { call, providerRequests, tenant, useApi } from './support/stack';
 
 const api = useApi();
@@ -78,6 +80,9 @@ describe('billing', () => {
     expect(types.map((e) => e.type)).toEqual(['agent.run.started', 'agent.run.failed']);
     const [ledger] = await rows<{ n: number }>('SELECT count(*)::int AS n FROM ledger_lines WHERE workspace_id = :ws', { ws: ws.id });
     expect(ledger.n).toBe(1);
+    // Its stream still starts with response.started and has one terminal event, however often it settles.
+    const stream = await redis().xrange(runEventsKey(input.runId), '-', '+');
+    expect(stream.map(([, fields]) => fields[1])).toEqual(['response.started', 'response.failed']);
   });
 });
 

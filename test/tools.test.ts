@@ -137,7 +137,7 @@ describe('tools', () => {
     resetConfig();
     try {
       for (const url of [toolUrl, 'http://10.1.2.3/x', 'http://169.254.169.254/latest/meta-data', 'http://[::1]/x', 'http://localhost:9/x']) {
-        const attempt = new MockActivityEnvironment().run(callTool, { runId: 'run_x', workspacePublicId: 'ws_x', callId: 'c', tool: { type: 'http' as const, name: 'probe', url }, arguments: '{}' });
+        const attempt = new MockActivityEnvironment().run(callTool, { runId: 'run_x', deadline: { at: Date.now() + 60_000, timeoutMs: 60_000 }, workspacePublicId: 'ws_x', callId: 'c', tool: { type: 'http' as const, name: 'probe', url }, arguments: '{}' });
         await expect(attempt).rejects.toBeInstanceOf(ApplicationFailure);
         await expect(attempt).rejects.toMatchObject({ type: 'tool_execution_failed', nonRetryable: true, message: expect.stringContaining('refused target address') });
       }
@@ -145,6 +145,20 @@ describe('tools', () => {
     } finally {
       process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = allowed;
       resetConfig();
+    }
+  });
+
+  it("stops a tool request at the run's deadline and fails the run with the timeout, not as a tool failure", async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/never-answers`;
+      const attempt = new MockActivityEnvironment().run(callTool, { runId: 'run_x', deadline: { at: Date.now() + 300, timeoutMs: 300 }, workspacePublicId: 'ws_x', callId: 'c', tool: { type: 'http' as const, name: 'slow', url }, arguments: '{}' });
+      // Without the deadline the request would run into the tool's own 10 s timeout, a retryable tool failure.
+      await expect(attempt).rejects.toMatchObject({ type: 'provider_unavailable', nonRetryable: true, message: expect.stringContaining('timeout_ms (300 ms)') });
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
     }
   });
 });

@@ -14,8 +14,11 @@ export interface RunningWorkers {
 
 let runtimeInstalled = false;
 
-/** Workflows a worker keeps in memory between their tasks: far more than one worker has in flight. */
-const MAX_CACHED_WORKFLOWS = 500;
+/**
+ * Workflows a worker keeps in memory between their tasks: as many as it runs activities at once (the
+ * SDK's default of 100 slots); runs beyond that wait for a slot anyway, and an evicted run replays.
+ */
+const MAX_CACHED_WORKFLOWS = 100;
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
 

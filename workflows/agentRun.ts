@@ -152,10 +152,11 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       return 'Handed off to a person.';
     }
     try {
-      return await callTool({ runId: input.runId, workspacePublicId: input.workspace.publicId, callId: call.id, tool, arguments: call.arguments });
+      return await callTool({ runId: input.runId, deadline, workspacePublicId: input.workspace.publicId, callId: call.id, tool, arguments: call.arguments });
     } catch (err) {
+      if (isCancellation(err)) throw err;
       // Running out of timeout_ms ends the run, whatever the tool policy.
-      if (isCancellation(err) || err instanceof DeadlinePassed || ranOutOfTime(err)) throw err;
+      if (err instanceof DeadlinePassed || ranOutOfTime(err) || deadline.at <= Date.now()) throw new DeadlinePassed();
       const message = failureOf(err, deadline).message;
       await emitRunEvent(input.runId, 'response.tool.failed', { ...event, error: message });
       if (policy === 'required') return { code: 'tool_execution_failed', message };

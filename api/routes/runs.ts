@@ -94,10 +94,14 @@ export function runsRoutes(router: Router<AppState>): void {
   });
 
   /** Replays the run's events and follows them to the end, resuming after Last-Event-ID. */
-  router.get('/api/v2/runs/:run_id/events', authorize({ scopes, endpoint: 'run_events' }), async (ctx) => {
-    const run = await loadRun(workspaceOf(ctx.state.principal).id, ctx.params.run_id);
+  router.get('/api/v2/runs/:run_id/events', async (ctx, next) => {
+    // A malformed header is a 400 before the credential is looked at, like every malformed request.
     const after = ctx.get('Last-Event-ID') || undefined;
     if (after !== undefined && !/^\d+-\d+$/.test(after)) throw invalidRequest('Last-Event-ID must be an event id from this stream.');
+    await next();
+  }, authorize({ scopes, endpoint: 'run_events' }), async (ctx) => {
+    const run = await loadRun(workspaceOf(ctx.state.principal).id, ctx.params.run_id);
+    const after = ctx.get('Last-Event-ID') || undefined;
     const handle = (await temporal()).workflow.getHandle(run.id);
     await relayRunEvents(ctx, handle, { runId: run.id, requestId: ctx.state.requestId, after, cancelOnDisconnect: false });
   });

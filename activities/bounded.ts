@@ -1,0 +1,30 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { timedOut, type Deadline } from '../domain/runs';
+
+const HEARTBEAT_MS = 1000;
+
+/**
+ * Heartbeats from the start of a cancellable activity until it ends, so that no step of it (its
+ * bookkeeping included) outlasts the 2 s heartbeat timeout unnoticed, and a cancellation reaches it.
+ */
+export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  ctx.heartbeat();
+  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Aborts a call when its activity is cancelled or when the run's deadline comes, whichever is first. */
+export function callSignal(deadline: Deadline): AbortSignal {
+  return AbortSignal.any([Context.current().cancellationSignal, AbortSignal.timeout(Math.max(0, deadline.at - Date.now()))]);
+}
+
+/** How a call that reached the run's deadline fails the run: finally, never retried. */
+export function deadlineFailure(deadline: Deadline): ApplicationFailure {
+  const { code, message } = timedOut(deadline);
+  return ApplicationFailure.create({ type: code, message, nonRetryable: true });
+}
