@@ -12,8 +12,9 @@ export function notFound(code: ErrorCode): ServiceError {
 }
 
 /**
- * Every lookup of a public id goes through here: scoped to the caller's workspace, so another
- * workspace's resource and a missing one are the same 404, byte for byte.
+ * A lookup of a public id scoped to the caller's workspace, so another workspace's resource and a
+ * missing one are the same 404, byte for byte. The hot path's prepared statements (the agent an
+ * execution names) scope by workspace the same way and answer with notFound().
  */
 export async function findInWorkspace<M extends Model & { workspaceId: number; publicId: string }>(
   model: ModelStatic<M>,
