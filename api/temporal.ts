@@ -7,7 +7,7 @@ let client: Promise<Client> | undefined;
 export function temporal(): Promise<Client> {
   client ??= (async () => {
     const c = config();
-    const connection = await Connection.connect({ address: c.temporalAddress });
+    const connection = await Connection.connect(c.temporal);
     return new Client({ connection, namespace: c.temporalNamespace });
   })().catch((err) => {
     client = undefined;

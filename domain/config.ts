@@ -1,3 +1,5 @@
+import { temporalConnectionOptions, type TemporalConnectionOptions } from '../infra/temporalConnection';
+
 /** The operator contract's environment variables (DESIGN.md §3), read once with their defaults. */
 function int(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -16,7 +18,8 @@ export interface Config {
   port: number;
   databaseUrl: string;
   redisUrl: string;
-  temporalAddress: string;
+  /** Address, TLS and API key (TEMPORAL_ADDRESS, TEMPORAL_TLS_*, TEMPORAL_API_KEY). */
+  temporal: TemporalConnectionOptions;
   temporalNamespace: string;
   modelProvider: 'local' | 'openai';
   modelBaseUrl: string | undefined;
@@ -38,7 +41,7 @@ export function loadConfig(): Config {
     port,
     databaseUrl: str('DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/agent_execution'),
     redisUrl: str('REDIS_URL', 'redis://127.0.0.1:6379'),
-    temporalAddress: str('TEMPORAL_ADDRESS', '127.0.0.1:7233'),
+    temporal: temporalConnectionOptions(),
     temporalNamespace: str('TEMPORAL_NAMESPACE', 'default'),
     modelProvider: provider,
     modelBaseUrl: process.env.MODEL_BASE_URL || undefined,

@@ -55,7 +55,7 @@ export function parseQueues(argv: string[]): TaskQueue[] {
 export async function startWorkers(queues: readonly string[], code: WorkerCode = SERVICE_CODE): Promise<RunningWorkers> {
   installRuntime();
   const c = config();
-  const connection = await NativeConnection.connect({ address: c.temporalAddress });
+  const connection = await NativeConnection.connect(c.temporal);
   const workflowBundleCode = await workflowBundle(code.workflowsPath);
   const workers = await Promise.all(
     queues.map((taskQueue) =>
