@@ -1,16 +1,16 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { timedOut, type Deadline } from '../domain/runs';
+import { HEARTBEAT_INTERVAL_MS } from '../workflows/timings';
 
-const HEARTBEAT_MS = 1000;
 
 /**
  * Heartbeats from the start of a cancellable activity until it ends, so that no step of it (its
- * bookkeeping included) outlasts the 2 s heartbeat timeout unnoticed, and a cancellation reaches it.
+ * bookkeeping included) outlasts the heartbeat timeout unnoticed, and a cancellation reaches it.
  */
 export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
   ctx.heartbeat();
-  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
   try {
     return await work();
   } finally {

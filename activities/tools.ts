@@ -10,8 +10,8 @@ import type { Deadline } from '../domain/runs';
 import type { StreamEventType } from '../domain/streamEvents';
 import { callSignal, deadlineFailure } from './bounded';
 import { RunEvents } from './runEvents';
+import { TOOL_REQUEST_TIMEOUT_MS } from '../workflows/timings';
 
-const TOOL_TIMEOUT_MS = 10_000;
 const MAX_RESULT_BYTES = 16 * 1024;
 
 export interface ToolInvocation {
@@ -58,7 +58,7 @@ function post(url: URL, body: string, headers: Record<string, string>, signal: A
   const literal = url.hostname.replace(/^\[|\]$/g, '');
   if (ipaddr.isValid(literal) && forbiddenAddress(literal) && !config().webhookAllowPrivateTargets) return Promise.reject(refused(literal));
   return new Promise((resolve, reject) => {
-    const req = client.request(url, { method: 'POST', headers, lookup: guardedLookup, timeout: TOOL_TIMEOUT_MS, signal }, (res) => {
+    const req = client.request(url, { method: 'POST', headers, lookup: guardedLookup, timeout: TOOL_REQUEST_TIMEOUT_MS, signal }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (chunk: Buffer) => {
@@ -68,7 +68,7 @@ function post(url: URL, body: string, headers: Record<string, string>, signal: A
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8').slice(0, MAX_RESULT_BYTES) }));
       res.on('error', reject);
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${TOOL_TIMEOUT_MS} ms`)));
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${TOOL_REQUEST_TIMEOUT_MS} ms`)));
     req.on('error', reject);
     req.end(body);
   });

@@ -3,15 +3,16 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { chooseConfiguration, type AgentConfig, type AgentStatus, type ConfigurationChoice } from '../domain/agents';
 import { ERROR_TABLE, ServiceError } from '../domain/errors';
 import { hasPrefix, mintId, mintTraceId } from '../domain/ids';
-import type { RunInput, RunKind, RunOutcome } from '../domain/runs';
+import type { RunInput, RunKind, RunOptions, RunOutcome } from '../domain/runs';
 import type { ConversationRecord } from '../db/conversations';
 import { Document, KnowledgeCollection, models } from '../db/models';
 import { sql, statement } from '../db/sql';
-import type { agentRun } from '../workflows/agentRun';
-import { SEARCH_ATTRIBUTES } from '../workflows/registry';
+import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
+import { API_WAIT_GRACE_MS } from '../workflows/timings';
 import { workspaceOf } from './middleware/auth';
 import type { ErrorBody } from './middleware/errorEnvelope';
 import type { AppState } from './state';
+import { runAsItStands } from './runs';
 import { relayRunEvents } from './streaming';
 import { temporal } from './temporal';
 import { notFound } from './tenancy';
@@ -76,7 +77,8 @@ function respond(ctx: Ctx, outcome: RunOutcome): void {
     return;
   }
   const body: ErrorBody = {
-    error: { code: outcome.error.code, message: outcome.error.message, request_id: ctx.state.requestId },
+    // The run's own request id, so every answer about one run (a resumed retry's too) is the same bytes.
+    error: { code: outcome.error.code, message: outcome.error.message, request_id: outcome.run.request_id },
     id: outcome.run.id,
     status: outcome.run.status,
     trace_id: outcome.run.trace_id,
@@ -85,12 +87,50 @@ function respond(ctx: Ctx, outcome: RunOutcome): void {
   ctx.body = body;
 }
 
+/** The run's outcome, or undefined when it is not over within `ms`. */
+function within(handle: RunHandle, ms: number): Promise<RunOutcome | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  return Promise.race([handle.result(), late]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Answers from the run: its event stream, or its outcome. The wait for the outcome is bounded
+ * (timeout_ms plus a grace): past it the answer is 202 with the run as it stands, which the caller
+ * polls, and which idempotency does not store, so a retry with the same key attaches to the run.
+ */
+async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean): Promise<void> {
+  ctx.state.runId = runId;
+  if (options.stream) {
+    // Only the stream that started the run cancels it by going away; a retry attaching to it follows it.
+    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original });
+    return;
+  }
+  let outcome: RunOutcome | undefined;
+  try {
+    outcome = await within(handle, options.timeoutMs + API_WAIT_GRACE_MS);
+  } catch (err) {
+    if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
+    throw err;
+  }
+  if (outcome) return respond(ctx, outcome);
+  ctx.state.provisional = true;
+  ctx.status = 202;
+  ctx.set('Location', `/api/v2/runs/${runId}`);
+  ctx.body = await runAsItStands(workspaceOf(ctx.state.principal), runId);
+}
+
 /**
  * The one execution pipeline behind /responses, /agents/{id}/runs and /conversations/{id}/messages.
  * The body was validated and the caller authenticated and scoped before this runs; here: resolve the
  * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
+ * A retried idempotent request that began a run before attaches to it instead (its recovery point).
  */
 export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget): Promise<void> {
+  const client = await temporal();
+  const resumed = ctx.state.recovery?.resumed;
+  if (resumed && (await describeRun(client, resumed))) return answer(ctx, runHandle(client, resumed), resumed, request.options, false);
+
   const principal = ctx.state.principal!;
   const workspace = workspaceOf(principal);
   const [agent] = await sql.rows<ResolvedAgent>(RESOLVE_AGENT, [target.agentPublicId, workspace.id]);
@@ -101,7 +141,8 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
   // Billing gate: a workspace that cannot spend is refused before anything is recorded or called.
   if (agent.credits <= 0) throw new ServiceError('usage_blocked', 'The workspace has no credits left; add credits to run agents.');
 
-  const runId = mintId('run');
+  // A resumed request whose run never reached Temporal starts it now, under the id it recorded.
+  const runId = resumed ?? mintId('run');
   const traceId = mintTraceId();
   ctx.state.runId = runId;
   ctx.state.traceId = traceId;
@@ -124,26 +165,8 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     options: request.options,
     acceptedAt: Date.now(),
   };
-  const client = await temporal();
-  const handle = await client.workflow.start<typeof agentRun>('agentRun', {
-    taskQueue: 'agent-runs',
-    workflowId: runId,
-    args: [input],
-    typedSearchAttributes: [
-      { key: SEARCH_ATTRIBUTES.workspaceId, value: workspace.publicId },
-      { key: SEARCH_ATTRIBUTES.agentId, value: agent.publicId },
-      { key: SEARCH_ATTRIBUTES.kind, value: target.kind },
-    ],
-    memo: { request_id: ctx.state.requestId, trace_id: traceId },
-  });
-  if (request.options.stream) {
-    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: true });
-    return;
-  }
-  try {
-    respond(ctx, await handle.result());
-  } catch (err) {
-    if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
-    throw err;
-  }
+  // The recovery point is stored before the start: from here on the key is never released.
+  await ctx.state.recovery?.begin(runId);
+  const handle = await startRun(client, input);
+  await answer(ctx, handle, runId, request.options, !resumed);
 }

@@ -31,10 +31,22 @@ export interface StoredResponse {
   runId: string | null;
 }
 
-export type Claim =
-  | { outcome: 'claimed'; complete(response: StoredResponse): Promise<void>; release(): Promise<void> }
-  | { outcome: 'replay'; response: StoredResponse }
-  | { outcome: 'conflict'; reason: 'different_request' | 'in_flight' };
+/**
+ * A claimed key. Before the request begins anything durable (a workflow), it records what it is
+ * about to begin with begin(): Stripe's recovery point. From then on the claim is never released,
+ * and a retry of the same request resumes: it is told what was begun and attaches to it.
+ */
+export interface OwnedClaim {
+  outcome: 'claimed';
+  /** Set when an earlier attempt of this request recorded a recovery point: attach to it. */
+  resumed?: string;
+  begin(resourceId: string): Promise<void>;
+  complete(response: StoredResponse): Promise<void>;
+  /** Frees the key for a retry, only while nothing was begun. */
+  release(): Promise<void>;
+}
+
+export type Claim = OwnedClaim | { outcome: 'replay'; response: StoredResponse } | { outcome: 'conflict'; reason: 'different_request' | 'in_flight' };
 
 const sha256 = (...parts: (string | Buffer)[]) => {
   const hash = createHash('sha256');
@@ -91,10 +103,16 @@ async function tryClaim(scopeHash: string, scope: IdempotencyScope, fingerprint:
   return rows[0]?.claim_token === token ? token : undefined;
 }
 
-function owned(scopeHash: string, token: string): Claim {
+function owned(scopeHash: string, token: string, resumed?: string): OwnedClaim {
   const where = { scopeHash, claimToken: token };
   return {
     outcome: 'claimed',
+    resumed,
+    async begin(resourceId) {
+      // Kept for the whole replay window: a retry within it attaches instead of beginning again.
+      const [updated] = await IdempotencyKey.update({ runPublicId: resourceId, expiresAt: new Date(now() + REPLAY_WINDOW_MS) }, { where: { ...where, state: 'in_flight' } });
+      if (updated !== 1) throw new Error('the idempotency claim was lost before the request began its work');
+    },
     async complete(response) {
       const at = now();
       await IdempotencyKey.update(
@@ -108,18 +126,20 @@ function owned(scopeHash: string, token: string): Claim {
           completedAt: new Date(at),
           expiresAt: new Date(at + REPLAY_WINDOW_MS),
         },
-        { where },
+        // A resumed request and the original may both finish: the first to store its answer wins.
+        { where: { ...where, state: 'in_flight' } },
       );
     },
     async release() {
-      await IdempotencyKey.destroy({ where });
+      await IdempotencyKey.destroy({ where: { ...where, runPublicId: null } });
     },
   };
 }
 
 /**
- * The idempotency decision for one request: the caller owns the key now, or replays the stored
- * response, or is refused because the key is in use by a different request or still running.
+ * The idempotency decision for one request: the caller owns the key now (anew, or resuming what an
+ * earlier attempt began), or replays the stored response, or is refused because the key is in use by
+ * a different request or by one that has not begun anything yet.
  */
 export async function claim(scope: IdempotencyScope, fingerprint: string): Promise<Claim> {
   models();
@@ -133,7 +153,7 @@ export async function claim(scope: IdempotencyScope, fingerprint: string): Promi
     const row = await IdempotencyKey.findOne({ where: { scopeHash, expiresAt: { [Op.gt]: new Date(at) } } });
     if (!row) continue;
     if (row.fingerprint !== fingerprint) return { outcome: 'conflict', reason: 'different_request' };
-    if (row.state === 'in_flight') return { outcome: 'conflict', reason: 'in_flight' };
+    if (row.state === 'in_flight') return row.runPublicId ? owned(scopeHash, row.claimToken, row.runPublicId) : { outcome: 'conflict', reason: 'in_flight' };
     return {
       outcome: 'replay',
       response: { kind: row.kind!, status: row.responseStatus!, headers: row.responseHeaders ?? {}, body: row.responseBody ?? Buffer.alloc(0), runId: row.runPublicId ?? null },

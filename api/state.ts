@@ -28,6 +28,18 @@ export interface AppState {
   /** The conversation a message is posted to, looked up once per request. */
   conversation?: Conversation;
   messagePage?: { after?: string; limit?: number };
+  /** Set by idempotent(): what an earlier attempt of this request began, and how to record what this one begins. */
+  recovery?: RecoveryPoint;
+  /** The answer is not the request's outcome yet (its work goes on): idempotent() does not store it. */
+  provisional?: boolean;
+}
+
+/** Stripe's recovery point, as an idempotent endpoint sees it. */
+export interface RecoveryPoint {
+  /** The resource (a run id) an earlier attempt of this request began: attach to it instead of beginning another. */
+  resumed?: string;
+  /** Records the resource this request is about to begin, before it begins it. */
+  begin(resourceId: string): Promise<void>;
 }
 
 declare module 'koa' {

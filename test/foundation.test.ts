@@ -42,7 +42,7 @@ describe('the vertical slice: POST /api/v2/responses', () => {
       expect(description.taskQueue).toBe('agent-runs');
       expect(description.status.name).toBe('COMPLETED');
       expect(description.searchAttributes).toMatchObject({ WorkspaceId: [t.workspace], AgentId: [t.agent], Kind: ['response'] });
-      expect(await description.memo).toEqual({ request_id: res.body.request_id, trace_id: res.body.trace_id });
+      expect(await description.memo).toEqual({ request_id: res.body.request_id, trace_id: res.body.trace_id, agent: t.agent, agent_version: 1, metadata: { order: 7 } });
     } finally {
       await client.connection.close();
     }

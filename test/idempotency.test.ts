@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { QueryTypes } from 'sequelize';
 import * as admin from '../api/admin/commands';
-import { CLAIM_TIMEOUT_MS, REPLAY_WINDOW_MS } from '../api/idempotency';
+import { CLAIM_TIMEOUT_MS, fingerprintOf, REPLAY_WINDOW_MS, scopeHashOf } from '../api/idempotency';
 import { authorize } from '../api/middleware/auth';
 import { errorEnvelope } from '../api/middleware/errorEnvelope';
 import { idempotent } from '../api/middleware/idempotent';
@@ -13,6 +13,7 @@ import { requestContext } from '../api/middleware/requestContext';
 import type { AppState } from '../api/state';
 import { hashApiKey } from '../domain/apiKeys';
 import { setClock } from '../domain/clock';
+import { mintId } from '../domain/ids';
 import { db } from '../db/sequelize';
 import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer } from './support/stack';
 
@@ -172,32 +173,80 @@ describe('time', () => {
     expect(await providerRequests(t.model)).toHaveLength(3);
   });
 
-  it('refuses a key whose request is running, and releases a claim that never finished after 15 minutes', async () => {
+  it('attaches a retry to the run its request began, while it runs and after 15 minutes: one run, one bill', async () => {
     const t = await tenant();
-    await scriptModel(t.model, [{ text: 'slow', delayMs: 2000 }, { text: 'taken over' }]);
+    await scriptModel(t.model, [{ text: 'slow', delayMs: 2000 }, { text: 'a second run' }]);
     const body = { agent: t.agent, input: 'hello' };
     const start = Date.now();
 
     setClock(() => start - CLAIM_TIMEOUT_MS - 1_000);
     const first = respond(t.key, 'stuck', body);
     await until(async () => (await providerRequests(t.model)).length === 1);
-    setClock(() => start - CLAIM_TIMEOUT_MS + 1_000);
-    const running = await respond(t.key, 'stuck', body);
-    expect(running.status).toBe(409);
-    expect(running.body.error.code).toBe('idempotency_conflict');
-    expect(running.body.error.message).toContain('in progress');
-
+    // Past the 15 minutes an unfinished claim is released after, but this one began a run: the retry attaches.
     setClock();
-    const takeover = await respond(t.key, 'stuck', body);
-    expect(takeover.status).toBe(200);
-    expect(marker(takeover)).toBeNull();
-    expect(takeover.body.output).toEqual([{ type: 'text', text: 'taken over' }]);
+    const retry = await respond(t.key, 'stuck', body);
+    expect(retry.status).toBe(200);
+    expect(marker(retry)).toBe('true');
+    const original = await first;
+    expect(marker(original)).toBeNull();
+    expect(retry.text).toBe(original.text);
+    expect(retry.body.output).toEqual([{ type: 'text', text: 'slow' }]);
+    expect(await providerRequests(t.model)).toHaveLength(1);
+    expect(await runsOf(t.workspace)).toBe(1);
+  });
 
-    // The original finishing late must not overwrite the record that now belongs to the takeover.
-    expect((await first).body.output).toEqual([{ type: 'text', text: 'slow' }]);
-    const replayed = await respond(t.key, 'stuck', body);
-    expect(marker(replayed)).toBe('true');
-    expect(replayed.text).toBe(takeover.text);
+  it('answers a retry from the run when the first attempt’s connection dropped after the start', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'finished without its caller', delayMs: 1000 }]);
+    const body = { agent: t.agent, input: 'hello' };
+    const dropped = new AbortController();
+    const first = fetch(`${api.url}/api/v2/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', 'Idempotency-Key': 'dropped' },
+      body: JSON.stringify(body),
+      signal: dropped.signal,
+    }).catch((err: unknown) => err);
+    await until(async () => (await providerRequests(t.model)).length === 1);
+    dropped.abort();
+    expect(await first).toMatchObject({ name: 'AbortError' });
+
+    const retry = await respond(t.key, 'dropped', body);
+    expect(retry.status).toBe(200);
+    expect(retry.body.output).toEqual([{ type: 'text', text: 'finished without its caller' }]);
+    expect(await providerRequests(t.model)).toHaveLength(1);
+    const [bill] = await db().query<{ lines: number }>(
+      'SELECT count(*)::int AS lines FROM ledger_lines l JOIN runs r ON r.id = l.run_id WHERE r.public_id = :id',
+      { replacements: { id: retry.body.id }, type: QueryTypes.SELECT },
+    );
+    expect(bill.lines).toBe(1);
+  });
+
+  it('starts the run under its recorded id when the first attempt recorded it but never reached Temporal', async () => {
+    const t = await tenant();
+    const body = { agent: t.agent, input: 'hello' };
+    const runId = mintId('run');
+    const [key] = await db().query<{ id: number; public_id: string }>('SELECT id, public_id FROM api_keys WHERE key_hash = :hash', {
+      replacements: { hash: hashApiKey(t.key) },
+      type: QueryTypes.SELECT,
+    });
+    // What an API that died between its recovery point and the start (or whose start timed out) leaves behind.
+    await db().query(
+      `INSERT INTO idempotency_keys (scope_hash, endpoint, api_key_id, fingerprint, state, claim_token, run_public_id, created_at, expires_at)
+       VALUES (:scope, 'responses', :key, :fingerprint, 'in_flight', gen_random_uuid(), :runId, now(), now() + interval '1 day')`,
+      {
+        replacements: {
+          scope: scopeHashOf({ endpoint: 'responses', environment: 'live', apiKeyKey: key.id, apiKeyId: key.public_id, key: 'ambiguous' }),
+          key: key.id,
+          fingerprint: fingerprintOf('POST', '/api/v2/responses', Buffer.from(JSON.stringify(body))),
+          runId,
+        },
+      },
+    );
+    const retry = await respond(t.key, 'ambiguous', body);
+    expect(retry.status).toBe(200);
+    expect(retry.body).toMatchObject({ id: runId, status: 'completed' });
+    expect(await runsOf(t.workspace)).toBe(1);
+    expect(await recordsOf(t.key)).toEqual([{ state: 'completed' }]);
   });
 
   it('purges expired records as later claims arrive', async () => {
@@ -219,7 +268,9 @@ describe('time', () => {
 describe('declared on other endpoints', () => {
   let server: Server;
   let url: string;
-  const executions = { jobs: 0, reports: 0 };
+  const executions = { jobs: 0, reports: 0, slow: 0 };
+  let letFirstSlowFinish: () => void;
+  const firstSlowMayFinish = new Promise<void>((resolve) => (letFirstSlowFinish = resolve));
   let failNext = false;
 
   beforeAll(async () => {
@@ -235,6 +286,11 @@ describe('declared on other endpoints', () => {
       ctx.status = 202;
       ctx.set('Location', `/api/v2/jobs/job_${executions.jobs}`);
       ctx.body = { id: `job_${executions.jobs}`, status: 'queued' };
+    });
+    router.post('/api/v2/slow', authorize({ scopes: ['jobs:create'], endpoint: 'slow' }), idempotent({ endpoint: 'slow', marker: 'Idempotent-Replay' }), async (ctx) => {
+      const n = ++executions.slow;
+      if (n === 1) await firstSlowMayFinish;
+      ctx.body = { n };
     });
     router.post('/api/v2/reports', authorize({ scopes: ['reports:create'], endpoint: 'reports' }), idempotent({ endpoint: 'reports', marker: 'Idempotent-Replay' }), (ctx) => {
       executions.reports += 1;
@@ -281,5 +337,30 @@ describe('declared on other endpoints', () => {
     expect(retried.status).toBe(202);
     expect(retried.headers.get('idempotent-replay')).toBeNull();
     expect(executions.jobs).toBe(before + 1);
+  });
+
+  it('refuses a key whose request began nothing yet while it runs, and releases it after 15 minutes', async () => {
+    const t = await tenant({ scopes: ['jobs:create'] });
+    const slow = () => call(url, 'POST', '/api/v2/slow', { key: t.key, body: {}, headers: { 'Idempotency-Key': 'stuck' } });
+    const start = Date.now();
+    setClock(() => start - CLAIM_TIMEOUT_MS - 1_000);
+    const first = slow();
+    await until(async () => executions.slow === 1);
+    setClock(() => start - CLAIM_TIMEOUT_MS + 1_000);
+    const running = await slow();
+    expect(running.status).toBe(409);
+    expect(running.body.error.code).toBe('idempotency_conflict');
+    expect(running.body.error.message).toContain('in progress');
+
+    setClock();
+    const takeover = await slow();
+    expect(takeover.status).toBe(200);
+    expect(takeover.body).toEqual({ n: 2 });
+    // The original finishing late must not overwrite the record that now belongs to the takeover.
+    letFirstSlowFinish();
+    expect((await first).body).toEqual({ n: 1 });
+    const replayed = await slow();
+    expect(replayed.headers.get('idempotent-replay')).toBe('true');
+    expect(replayed.text).toBe(takeover.text);
   });
 });

@@ -1,6 +1,8 @@
 import { Client, Connection } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
 import { mintId, mintTraceId } from '../domain/ids';
+import type { RunInput } from '../domain/runs';
+import { startRun } from '../workflows/agentRun.client';
 import { db } from '../db/sequelize';
 import { type Answer, call, providerRequests, scriptModel, tenant, until, useApi } from './support/stack';
 
@@ -46,7 +48,7 @@ describe('a queued run', () => {
     const t = await tenant({ scopes: SCOPES });
     const other = await tenant({ scopes: SCOPES });
     const [ws] = await db().query<{ id: number }>('SELECT id FROM workspaces WHERE public_id = :ws', { replacements: { ws: t.workspace }, type: QueryTypes.SELECT });
-    const input = {
+    const input: RunInput = {
       runId: mintId('run'), kind: 'agent_run', requestId: mintId('request'), traceId: mintTraceId(),
       workspace: { id: ws.id, publicId: t.workspace, tenantRef: null, partnerPublicId: null },
       agent: { id: 0, publicId: t.agent, version: 1, config: {} },
@@ -56,7 +58,7 @@ describe('a queued run', () => {
     };
     const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
     // A task queue no worker polls: the run stays queued.
-    const handle = await client.workflow.start('agentRun', { taskQueue: `nobody-${input.runId}`, workflowId: input.runId, args: [input] });
+    const handle = await startRun(client, input, { taskQueue: `nobody-${input.runId}` });
     try {
       const got = await call(api.url, 'GET', `/api/v2/runs/${input.runId}`, { key: t.key });
       expect(got.status).toBe(200);
@@ -69,8 +71,11 @@ describe('a queued run', () => {
       const missing = await call(api.url, 'GET', '/api/v2/runs/run_01hhhhhhhhhhhhhhhhhhhhhhhh', { key: other.key });
       expect(foreign.status).toBe(404);
       expect(withoutIds(foreign).replace(input.runId, 'X')).toBe(withoutIds(missing).replace('run_01hhhhhhhhhhhhhhhhhhhhhhhh', 'X'));
-    } finally {
+
+      // A workflow that ends without ever being taken up (terminated here) is not queued any more.
       await handle.terminate('test over');
+      expect((await call(api.url, 'GET', `/api/v2/runs/${input.runId}`, { key: t.key })).body.status).toBe('failed');
+    } finally {
       await client.connection.close();
     }
   });

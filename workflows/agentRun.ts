@@ -13,31 +13,30 @@ import type * as activities from '../activities';
 import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
 import { addUsage, timedOut, ZERO_USAGE, type Deadline, type OutputItem, type RunInput, type RunOutcome, type Usage } from '../domain/runs';
+import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 
-/** Model calls: a failed provider call is tried three times in all, then the run fails 502. */
-export const MODEL_RETRY: RetryPolicy = {
+/**
+ * Model calls and HTTP tools are retried alike on purpose: both are remote calls billed or felt by
+ * someone else, so each gets three tries in all over a few seconds. A 4xx, a refused target or the
+ * run's deadline is final (non-retryable). A worker that dies mid-call is a retry too: the call
+ * runs again on another worker.
+ */
+const REMOTE_CALL_RETRY: RetryPolicy = {
   initialInterval: '500ms',
   backoffCoefficient: 2,
   maximumInterval: '5s',
   maximumAttempts: 3,
 };
 
-/** HTTP tools: a flaky endpoint is tried three times in all; a 4xx or a refused target is final. */
-export const TOOL_RETRY: RetryPolicy = {
-  initialInterval: '500ms',
-  backoffCoefficient: 2,
-  maximumInterval: '5s',
-  maximumAttempts: 3,
-};
-
-/** A call's own deadline fires first; the server's, this much later, only stops a call whose worker died. */
-const DEADLINE_GRACE_MS = 5_000;
-
-/** Bookkeeping in PostgreSQL and Redis: short, idempotent, so retried generously. */
+/**
+ * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds. A run
+ * settles even after a long database outage; one that never does (terminated, timed out) is
+ * settled by the reconciler instead.
+ */
 const { settleRun, emitRunEvent } = proxyLocalActivities<typeof activities>({
   startToCloseTimeout: '10s',
-  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: 10 },
+  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
 function handoffReason(args: string): string {
@@ -94,13 +93,13 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     proxyActivities<typeof activities>({
       scheduleToCloseTimeout: budget(),
       // Short, so a cancelled run reaches the call quickly and a dead worker's call is retried soon.
-      heartbeatTimeout: '2s',
+      heartbeatTimeout: MODEL_HEARTBEAT_TIMEOUT_MS,
       // Wait for the call to stop, so what it consumed is recorded before the run settles.
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-      retry: MODEL_RETRY,
+      retry: REMOTE_CALL_RETRY,
     });
   const callTool = (call: Parameters<typeof activities.callTool>[0]) =>
-    proxyActivities<typeof activities>({ startToCloseTimeout: '15s', scheduleToCloseTimeout: budget(), retry: TOOL_RETRY }).callTool(call);
+    proxyActivities<typeof activities>({ startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
 
   let begun: BegunRun | undefined;
   const memory = input.kind !== 'response' && input.options.memoryPolicy === 'auto';

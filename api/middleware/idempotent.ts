@@ -3,8 +3,6 @@ import { invalidRequest, ServiceError } from '../../domain/errors';
 import { logger } from '../../domain/logger';
 import { claim, fingerprintOf, type StoredResponse } from '../idempotency';
 import type { AppState } from '../state';
-import { relayRunEvents } from '../streaming';
-import { temporal } from '../temporal';
 import { renderFailure } from './errorEnvelope';
 
 /** Spec: an Idempotency-Key is at most 255 characters. */
@@ -23,8 +21,9 @@ type Ctx = Context & { state: AppState };
 const UNSTORED_HEADERS = new Set(['x-request-id', 'content-length']);
 
 /**
- * An internal failure or an unavailable dependency releases the key so a retry can run; every
- * other answer, failures included, is the request's outcome and replays.
+ * An internal failure or an unavailable dependency releases the key so a retry can run (unless the
+ * request had begun its work: then the retry resumes it); every other answer, failures included, is
+ * the request's outcome and replays.
  */
 const releases = (status: number) => status === 500 || status === 503;
 
@@ -58,14 +57,8 @@ function send(ctx: Ctx, response: StoredResponse): void {
   ctx.body = response.body.length > 0 ? response.body : null;
 }
 
-async function replay(ctx: Ctx, response: StoredResponse, marker: string): Promise<void> {
+function replay(ctx: Ctx, response: StoredResponse, marker: string): void {
   if (response.runId) ctx.state.runId = response.runId;
-  if (response.kind === 'stream' && response.runId) {
-    // A streamed answer is replayed as the run's event stream, from its first event.
-    const handle = (await temporal()).workflow.getHandle(response.runId);
-    await relayRunEvents(ctx, handle, { runId: response.runId, requestId: ctx.state.requestId, cancelOnDisconnect: false, headers: { [marker]: 'true' } });
-    return;
-  }
   send(ctx, response);
   ctx.set(marker, 'true');
 }
@@ -94,8 +87,17 @@ export function idempotent(declaration: IdempotencyDeclaration): Middleware<AppS
           : 'This Idempotency-Key was already used with a different request; use a new key for a new request.',
       );
     }
-    if (decision.outcome === 'replay') return replay(ctx, decision.response, declaration.marker);
+    if (decision.outcome === 'replay') {
+      if (decision.response.kind === 'body') return replay(ctx, decision.response, declaration.marker);
+      // A streamed answer was not stored: it is replayed by following what it began (the run's events) again.
+      ctx.set(declaration.marker, 'true');
+      ctx.state.recovery = { resumed: decision.response.runId ?? undefined, begin: () => Promise.reject(new Error('a replayed request begins nothing')) };
+      return next();
+    }
 
+    ctx.state.recovery = { resumed: decision.resumed, begin: (id) => decision.begin(id) };
+    // Resuming is answering the same request again: marked like a replay.
+    if (decision.resumed) ctx.set(declaration.marker, 'true');
     try {
       await next();
     } catch (err) {
@@ -109,9 +111,11 @@ export function idempotent(declaration: IdempotencyDeclaration): Middleware<AppS
       await decision.release();
       return;
     }
+    // An answer that is not the request's outcome yet (the work goes on) is not stored: a retry resumes.
+    if (ctx.state.provisional) return;
     const response = ctx.respond === false ? streamed(ctx) : captured(ctx);
     if (ctx.respond !== false) send(ctx, response);
-    // The answer stands even if it cannot be stored; the claim then lapses after its 15 minutes.
+    // The answer stands even if it cannot be stored; a retry then resumes what the request began.
     await decision.complete(response).catch((e) => logger.error({ err: String(e), request_id: ctx.state.requestId }, 'idempotency record not stored'));
   };
 }

@@ -1,0 +1,48 @@
+/**
+ * Timings that depend on one another, together, each with why. Workflow code, activities, the API
+ * and the worker read them from here (no Node imports: the workflow bundle includes this file).
+ */
+
+/** Spec: timeout_ms is at most 120 s. A run's calls never outlast it. */
+export const MAX_RUN_TIMEOUT_MS = 120_000;
+
+/** Cancellable activities heartbeat this often, from their first line to their last. */
+export const HEARTBEAT_INTERVAL_MS = 1_000;
+
+/**
+ * Two missed heartbeats and the server declares a model call's worker dead and retries the call on
+ * another: short, so a crash costs a streamed run about 2 s, and a cancellation reaches the call quickly.
+ */
+export const MODEL_HEARTBEAT_TIMEOUT_MS = 2 * HEARTBEAT_INTERVAL_MS;
+
+/** A call stops itself at the run's deadline; the server's schedule-to-close, this much later, only stops a call whose worker died. */
+export const DEADLINE_GRACE_MS = 5_000;
+
+/** A tool's HTTP request gives up after this; each attempt's start-to-close is a little longer, so the request's own error is what the run sees. */
+export const TOOL_REQUEST_TIMEOUT_MS = 10_000;
+export const TOOL_ATTEMPT_TIMEOUT_MS = TOOL_REQUEST_TIMEOUT_MS + 5_000;
+
+/**
+ * The workflow's execution timeout is timeout_ms plus this: time to wait for a worker while queued
+ * and to retry settlement through a database outage. A run still open after it is closed by Temporal
+ * and then settled by the reconciler, so no run waits forever.
+ */
+export const RUN_EXECUTION_MARGIN_MS = 30 * 60_000;
+
+/**
+ * A non-streamed request waits for its run at most timeout_ms plus this (queueing and bookkeeping);
+ * after it the API answers 202 with the run as it stands, and the caller polls GET /runs/{id}.
+ */
+export const API_WAIT_GRACE_MS = 30_000;
+
+/**
+ * On SIGTERM a worker stops polling and lets its in-flight activities finish for this long: the
+ * longest call a run can make (timeout_ms at most, plus the deadline grace), so a deploy cancels no
+ * model call. Configurable with WORKER_SHUTDOWN_GRACE_MS.
+ */
+export const WORKER_SHUTDOWN_GRACE_MS = MAX_RUN_TIMEOUT_MS + DEADLINE_GRACE_MS + 5_000;
+
+/** The reconciler settles runs left open by a workflow that ended without settling, this often. */
+export const RECONCILE_EVERY_MS = 60_000;
+/** A run younger than this is not looked at: its workflow may just not have been described yet. */
+export const RECONCILE_MIN_AGE_MS = 60_000;
