@@ -10,6 +10,7 @@ import { Message, models } from '../db/models';
 import { assemblePrompt, userContent } from './prompt';
 import { modelProvider } from './providers';
 import { ProviderError, type ChatMessage } from './providers/types';
+import type { StreamEventType } from '../domain/streamEvents';
 import type { ToolCall, ToolSpec, ToolTurn } from '../domain/tools';
 
 export interface GenerateInput {
@@ -81,12 +82,10 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
   // A retry that starts past the deadline sends nothing, so it is not billed for anything.
   if (input.deadline.at <= Date.now()) throw deadlineFailure(input.deadline);
   const events = new RunEvents(input.runId);
-  // No text twice: an attempt after one that already streamed chunks would repeat them, so it fails instead.
-  if (input.stream && ctx.info.attempt > 1 && (await events.streamedOutput(input.call))) {
-    throw ApplicationFailure.create({ message: 'The provider failed after output had started streaming; the call is not repeated into the same stream.', type: 'provider_unavailable', nonRetryable: true });
-  }
+  const attempt = ctx.info.attempt;
   const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
   const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns });
+  if (input.stream && attempt > 1) await resetStreamedCall(events, input, attempt, messages, deltaType);
   let streamed = '';
   const signal = callSignal(input.deadline);
   try {
@@ -102,7 +101,7 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
       ...(input.stream && {
         onTextDelta: (delta: string) => {
           streamed += delta;
-          events.emit(deltaType, { id: input.runId, call: input.call, delta });
+          events.emit(deltaType, { id: input.runId, call: input.call, attempt, delta });
           ctx.heartbeat();
         },
       }),
@@ -124,6 +123,20 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
   } finally {
     await events.flush();
   }
+}
+
+/**
+ * A retried attempt of a streamed call (its worker died, or the provider failed mid-answer): whatever
+ * the earlier attempts streamed is void. The new attempt says so first, with an empty delta marked
+ * `reset: true` (README, "Streaming"), so a client drops that call's text and shows none of it twice;
+ * and what the previous attempt consumed (it never reported usage) is estimated and billed once.
+ */
+async function resetStreamedCall(events: RunEvents, input: GenerateInput, attempt: number, messages: ChatMessage[], deltaType: StreamEventType): Promise<void> {
+  const earlier = await events.streamedText(input.call);
+  if (![...earlier.values()].some((text) => text !== '')) return;
+  const previous = earlier.get(attempt - 1);
+  if (previous) await recordConsumed(input.runId, messages, previous);
+  events.emit(deltaType, { id: input.runId, call: input.call, attempt, reset: true, delta: '' });
 }
 
 /** A call cut short still cost what was sent and what came back: estimate it, since the provider never said. */

@@ -33,9 +33,16 @@ export class RunEvents {
     return first?.[1][1] === type;
   }
 
-  /** Whether an earlier attempt of this model call already streamed output chunks. */
-  async streamedOutput(call: number): Promise<boolean> {
-    const entries = await redis().xrange(runEventsKey(this.runId), '-', '+');
-    return entries.some(([, [, type, , data]]) => type.startsWith('response.output_') && (JSON.parse(data) as { call?: number }).call === call);
+  /** The text each attempt of one model call has streamed so far, by attempt number. */
+  async streamedText(call: number): Promise<Map<number, string>> {
+    const byAttempt = new Map<number, string>();
+    for (const [, [, type, , data]] of await redis().xrange(runEventsKey(this.runId), '-', '+')) {
+      if (!type.startsWith('response.output_')) continue;
+      const delta = JSON.parse(data) as { call?: number; attempt?: number; delta?: string };
+      if (delta.call !== call) continue;
+      const attempt = delta.attempt ?? 1;
+      byAttempt.set(attempt, (byAttempt.get(attempt) ?? '') + (delta.delta ?? ''));
+    }
+    return byAttempt;
   }
 }

@@ -1,3 +1,4 @@
+import { WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
 import { temporalConnectionOptions, type TemporalConnectionOptions } from '../infra/temporalConnection';
 
 /** The operator contract's environment variables (DESIGN.md §3), read once with their defaults. */
@@ -31,6 +32,8 @@ export interface Config {
   webhookAllowPrivateTargets: boolean;
   mcpAllowedOrigins: string[];
   logLevel: string;
+  /** How long a SIGTERMed worker lets in-flight activities finish before cancelling them. */
+  workerShutdownGraceMs: number;
 }
 
 export function loadConfig(): Config {
@@ -59,6 +62,7 @@ export function loadConfig(): Config {
     webhookAllowPrivateTargets: ['1', 'true', 'yes', 'on'].includes(str('WEBHOOK_ALLOW_PRIVATE_TARGETS', '').toLowerCase()),
     mcpAllowedOrigins: str('MCP_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: str('LOG_LEVEL', 'info'),
+    workerShutdownGraceMs: int('WORKER_SHUTDOWN_GRACE_MS', WORKER_SHUTDOWN_GRACE_MS),
   };
 }
 

@@ -3,12 +3,15 @@ import { closeDb } from '../db/sequelize';
 import { logger } from '../domain/logger';
 import { parseQueues, startWorkers } from './worker';
 
-/** `npm run start:worker [-- --queues agent-runs,webhooks]`: polls until SIGTERM/SIGINT, then drains. */
-async function main(): Promise<void> {
-  const queues = parseQueues(process.argv.slice(2));
+/**
+ * Polls the queues until SIGTERM/SIGINT, then drains: the Temporal runtime shuts the workers down on
+ * those signals, they stop polling, and done resolves once their in-flight tasks have finished (within
+ * WORKER_SHUTDOWN_GRACE_MS). Then the pools close and the process exits.
+ */
+export async function serveUntilSignalled(queues: readonly string[], onStarted?: () => void): Promise<never> {
   const running = await startWorkers(queues);
   logger.info({ queues }, 'worker started');
-  // The Temporal runtime shuts workers down on SIGINT/SIGTERM; run() resolves once in-flight tasks finish.
+  onStarted?.();
   await running.done;
   await Promise.allSettled([closeDb(), closeRedis()]);
   logger.info('worker stopped');
@@ -16,7 +19,10 @@ async function main(): Promise<void> {
   process.exit(0);
 }
 
-main().catch((err) => {
-  logger.fatal({ err }, 'worker failed');
-  process.exit(1);
-});
+/** `npm run start:worker [-- --queues agent-runs,webhooks]`. */
+if (require.main === module) {
+  serveUntilSignalled(parseQueues(process.argv.slice(2))).catch((err) => {
+    logger.fatal({ err }, 'worker failed');
+    process.exit(1);
+  });
+}

@@ -68,6 +68,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         // The SDK sizes this cache from the heap limit, which npm run start:worker caps; runs in flight
         // must stay cached (an evicted run replays its history on its next task), so it is fixed here.
         maxCachedWorkflows: MAX_CACHED_WORKFLOWS,
+        // A deploy's SIGTERM stops polling and lets in-flight activities (model calls) finish instead of cancelling them.
+        shutdownGraceTime: c.workerShutdownGraceMs,
       }),
     ),
   );

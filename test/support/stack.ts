@@ -3,6 +3,10 @@ import type { Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
 import * as admin from '../../api/admin/commands';
+import { QueryTypes } from 'sequelize';
+import { mintId, mintTraceId } from '../../domain/ids';
+import { db } from '../../db/sequelize';
+import type { RunInput } from '../../domain/runs';
 import type { StubReply, RecordedRequest } from '../stack/stubProvider';
 
 /** An in-process API on a free port, against the stack globalSetup started. */
@@ -106,4 +110,25 @@ export async function call(url: string, method: string, path: string, options: {
     body = undefined;
   }
   return { status: res.status, headers: res.headers, body, text };
+}
+
+/**
+ * A run's input as the API would build it, for tests that start agentRun workflows themselves (on a
+ * queue of their own, or on none): the tenant's workspace and agent, a text input, default options.
+ */
+export async function runInputFor(t: Tenant, overrides: Partial<Omit<RunInput, 'options'>> & { options?: Partial<RunInput['options']> } = {}): Promise<RunInput> {
+  const [ids] = await db().query<{ workspace: number; agent: number }>(
+    'SELECT w.id AS workspace, a.id AS agent FROM workspaces w JOIN agents a ON a.workspace_id = w.id WHERE a.public_id = :agent',
+    { replacements: { agent: t.agent }, type: QueryTypes.SELECT },
+  );
+  const { options, ...rest } = overrides;
+  return {
+    runId: mintId('run'), kind: 'response', requestId: mintId('request'), traceId: mintTraceId(),
+    workspace: { id: ids.workspace, publicId: t.workspace, tenantRef: null, partnerPublicId: null },
+    agent: { id: ids.agent, publicId: t.agent, version: 1, config: { model: t.model } },
+    input: 'hi', attachments: [], channel: 'api', metadata: {}, requestContext: {},
+    acceptedAt: Date.now(),
+    ...rest,
+    options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' }, ...options },
+  };
 }
