@@ -1,3 +1,4 @@
 export { generate } from './model';
 export { settleRun, startRun } from './runs';
 export { callTool, emitRunEvent } from './tools';
+export { settleAbandonedRuns } from './reconcile';

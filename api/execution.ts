@@ -14,7 +14,7 @@ import type { ErrorBody } from './middleware/errorEnvelope';
 import type { AppState } from './state';
 import { runAsItStands } from './runs';
 import { relayRunEvents } from './streaming';
-import { temporal } from './temporal';
+import { temporal } from '../infra/temporalClient';
 import { notFound } from './tenancy';
 import type { ExecutionRequest } from './validation/runtimeInput';
 

@@ -4,7 +4,7 @@ import type { RunStatus } from '../domain/errors';
 import { findRun } from '../db/runs';
 import { describeRun, type RunWorkflowState } from '../workflows/agentRun.client';
 import type { Principal } from './state';
-import { temporal } from './temporal';
+import { temporal } from '../infra/temporalClient';
 import { notFound } from './tenancy';
 
 /** A run without a record: queued while its workflow is open, else how the workflow ended without settling. */

@@ -4,7 +4,7 @@ import { logger } from '../domain/logger';
 import { closeDb } from '../db/sequelize';
 import { createApp } from './app';
 import { closeRedis } from '../db/redis';
-import { closeTemporal } from './temporal';
+import { closeTemporal } from '../infra/temporalClient';
 
 /** Stops taking connections, lets in-flight requests finish (bounded), then closes the pools. */
 async function drain(server: Server, graceMs: number): Promise<void> {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { closeTemporal } from '../api/temporal';
+import { closeTemporal } from '../infra/temporalClient';
 import { closeDb } from '../db/sequelize';
 import { closedLoop, sequential, type Operation } from './load';
 import { AUTH_GET_PATH, operations } from './operations';

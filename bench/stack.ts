@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import type { Client } from '@temporalio/client';
 import { createAgent, createWorkspace, createWorkspaceKey } from '../api/admin/commands';
-import { temporal } from '../api/temporal';
+import { temporal } from '../infra/temporalClient';
 import { migrate } from '../db/migrate';
 import { closeDb } from '../db/sequelize';
 import { answers, freePort, PROJECT_ROOT, startDevServer } from '../workers/temporalDevServer';

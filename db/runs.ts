@@ -29,3 +29,44 @@ export async function findRun(workspaceId: number, publicId: string): Promise<Ru
   );
   return row;
 }
+
+/** A run left open (queued or running), with what settling it needs. */
+export interface OpenRun {
+  runId: string;
+  kind: RunKind;
+  channel: string;
+  requestId: string;
+  traceId: string;
+  metadata: Record<string, unknown>;
+  createdAt: Date;
+  workspace: { id: number; publicId: string; tenantRef: string | null; partnerPublicId: string | null };
+  agent: { id: number; publicId: string; version: number };
+}
+
+/** Open runs that began at least `minAgeMs` ago, oldest first. */
+export async function openRunsOlderThan(minAgeMs: number, limit: number): Promise<OpenRun[]> {
+  const rows = await db().query<Record<string, any>>(
+    `SELECT r.public_id, r.kind, r.channel, r.request_id, r.trace_id, r.metadata, r.created_at, r.agent_version,
+            w.id AS workspace_id, w.public_id AS workspace_public_id, w.tenant_ref, p.public_id AS partner_public_id,
+            a.id AS agent_id, a.public_id AS agent_public_id
+       FROM runs r
+       JOIN workspaces w ON w.id = r.workspace_id
+       JOIN agents a ON a.id = r.agent_id
+       LEFT JOIN partners p ON p.id = w.partner_id
+      WHERE r.status IN ('queued', 'running') AND coalesce(r.started_at, r.created_at) < now() - make_interval(secs => :minAgeS)
+      ORDER BY r.id
+      LIMIT :limit`,
+    { replacements: { minAgeS: minAgeMs / 1000, limit }, type: QueryTypes.SELECT },
+  );
+  return rows.map((r) => ({
+    runId: r.public_id,
+    kind: r.kind,
+    channel: r.channel,
+    requestId: r.request_id,
+    traceId: r.trace_id,
+    metadata: r.metadata,
+    createdAt: r.created_at,
+    workspace: { id: Number(r.workspace_id), publicId: r.workspace_public_id, tenantRef: r.tenant_ref, partnerPublicId: r.partner_public_id },
+    agent: { id: Number(r.agent_id), publicId: r.agent_public_id, version: r.agent_version },
+  }));
+}

@@ -1,6 +1,7 @@
 import { closeRedis } from '../db/redis';
 import { closeDb } from '../db/sequelize';
 import { logger } from '../domain/logger';
+import { closeTemporal } from '../infra/temporalClient';
 import { parseQueues, startWorkers } from './worker';
 
 /**
@@ -13,7 +14,7 @@ export async function serveUntilSignalled(queues: readonly string[], onStarted?:
   logger.info({ queues }, 'worker started');
   onStarted?.();
   await running.done;
-  await Promise.allSettled([closeDb(), closeRedis()]);
+  await Promise.allSettled([closeDb(), closeRedis(), closeTemporal()]);
   logger.info('worker stopped');
   // The SDK's native runtime keeps the event loop alive after every worker has stopped.
   process.exit(0);

@@ -4,6 +4,8 @@ import { config } from '../domain/config';
 import { logger } from '../domain/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle } from './workflowBundle';
+import { temporal } from '../infra/temporalClient';
+import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
 
 export interface RunningWorkers {
   workers: Worker[];
@@ -73,6 +75,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
       }),
     ),
   );
+  // The reconciler's Schedule comes with the service's background workers, so every deployment has it.
+  if (code === SERVICE_CODE && queues.includes('background')) await ensureReconcileSchedule(await temporal());
   const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
   return {
     workers,

@@ -1,1 +1,2 @@
 export { agentRun } from './agentRun';
+export { reconcileRuns } from './reconcileRuns';

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { db } from '../../db/sequelize';
 import { redis } from '../../db/redis';
 import type { AppState } from '../state';
-import { temporal } from '../temporal';
+import { temporal } from '../../infra/temporalClient';
 
 const CHECK_TIMEOUT_MS = 2000;
 

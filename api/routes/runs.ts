@@ -6,7 +6,7 @@ import { runHandle } from '../../workflows/agentRun.client';
 import { authorize, workspaceOf } from '../middleware/auth';
 import { runAsItStands } from '../runs';
 import type { AppState } from '../state';
-import { temporal } from '../temporal';
+import { temporal } from '../../infra/temporalClient';
 import { relayRunEvents } from '../streaming';
 
 const CANCEL_WAIT_MS = 5000;

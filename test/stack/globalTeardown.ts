@@ -14,8 +14,8 @@ export default async function globalTeardown(): Promise<void> {
   const stack = (globalThis as { __stack?: StackHandles }).__stack;
   if (!stack) return;
   await stack.workers.shutdown();
-  const [{ closeDb }, { closeRedis }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis')]);
-  await Promise.all([closeDb(), closeRedis()]);
+  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis'), import('../../infra/temporalClient')]);
+  await Promise.all([closeDb(), closeRedis(), closeTemporal()]);
   await stack.stub.stop();
   const exited = new Promise((resolve) => stack.temporal.once('exit', resolve));
   stack.temporal.kill('SIGTERM');

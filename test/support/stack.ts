@@ -56,7 +56,7 @@ export async function until<T>(probe: () => Promise<T | undefined>, what: string
 
 /** Closes every pool this test file opened, so jest can exit cleanly. */
 export async function closeAll(): Promise<void> {
-  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis'), import('../../api/temporal')]);
+  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis'), import('../../infra/temporalClient')]);
   await Promise.all([closeDb(), closeRedis(), closeTemporal()]);
 }
 

@@ -3,7 +3,7 @@ import { config } from '../domain/config';
 
 let client: Promise<Client> | undefined;
 
-/** The API's one Temporal client; connects on first use. */
+/** The process's one Temporal client (the API's, and the worker's for schedules and the reconciler); connects on first use. */
 export function temporal(): Promise<Client> {
   client ??= (async () => {
     const c = config();

@@ -1,0 +1,60 @@
+import { Client, Connection } from '@temporalio/client';
+import { QueryTypes } from 'sequelize';
+import { redis } from '../db/redis';
+import { db } from '../db/sequelize';
+import { runEventsKey } from '../domain/streamEvents';
+import { startRun } from '../workflows/agentRun.client';
+import { reconcileNow, RECONCILE_SCHEDULE_ID } from '../workflows/reconcileRuns.client';
+import { closeAll, providerRequests, runInputFor, scriptModel, tenant, until } from './support/stack';
+
+let client: Client;
+beforeAll(async () => {
+  client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
+});
+afterAll(async () => {
+  await client.connection.close();
+  await closeAll();
+});
+
+async function recorded(runId: string) {
+  const [row] = await db().query<{ status: string; error_code: string | null; lines: number; credits: number | null }>(
+    `SELECT r.status, r.error_code, (SELECT count(*)::int FROM ledger_lines l WHERE l.run_id = r.id) AS lines,
+            (SELECT credits::int FROM ledger_lines l WHERE l.run_id = r.id) AS credits
+       FROM runs r WHERE r.public_id = :id`,
+    { replacements: { id: runId }, type: QueryTypes.SELECT },
+  );
+  return row;
+}
+
+describe('the reconciler', () => {
+  it('is a Schedule the background workers create, visible in the Temporal UI', async () => {
+    const schedule = await client.schedule.getHandle(RECONCILE_SCHEDULE_ID).describe();
+    expect(schedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'reconcileRuns', taskQueue: 'background' });
+  });
+
+  it('settles a run whose workflow an operator terminated: a terminal status, one ledger line, one terminal event', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ chunks: ['never ', 'finished'], chunkDelayMs: 5000 }]);
+    const input = await runInputFor(t, { options: { stream: true } });
+    const handle = await startRun(client, input);
+    await until(async () => ((await providerRequests(t.model)).length === 1 ? true : undefined), 'the model call');
+    expect((await recorded(input.runId)).status).toBe('running');
+
+    await handle.terminate('an operator stopped it');
+    // A younger open run is left alone (its workflow may be about to settle it)...
+    expect((await reconcileNow(client)).settled).not.toContain(input.runId);
+    expect((await recorded(input.runId)).status).toBe('running');
+    // ...an older one is settled. (Not age 0: other test files' runs, a moment old, are theirs to settle.)
+    await new Promise((r) => setTimeout(r, 1_100));
+    const { settled } = await reconcileNow(client, 1_000);
+    expect(settled).toContain(input.runId);
+    expect(await recorded(input.runId)).toMatchObject({ status: 'failed', error_code: 'internal_error', lines: 1 });
+
+    const events = await redis().xrange(runEventsKey(input.runId), '-', '+');
+    const types = events.map(([, fields]) => fields[1]);
+    expect(types.filter((type) => type.startsWith('response.') && ['response.completed', 'response.failed', 'response.cancelled'].includes(type))).toEqual(['response.failed']);
+    // Settling again changes nothing.
+    expect((await reconcileNow(client, 1_000)).settled).not.toContain(input.runId);
+    expect((await recorded(input.runId)).lines).toBe(1);
+  });
+});

@@ -1,0 +1,43 @@
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import type { reconcileRuns } from './reconcileRuns';
+import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { RECONCILE_EVERY_MS } from './timings';
+
+/** The Schedule that runs the reconciler, visible (and pausable) in the Temporal UI under this id. */
+export const RECONCILE_SCHEDULE_ID = 'reconcile-runs';
+const QUEUE: TaskQueue = 'background';
+
+/**
+ * Creates the reconciler's Schedule unless it exists: every worker that polls `background` calls
+ * this at start, so a new deployment has it without a separate step. One run at a time (SKIP).
+ */
+export async function ensureReconcileSchedule(client: Client): Promise<void> {
+  try {
+    await client.schedule.create({
+      scheduleId: RECONCILE_SCHEDULE_ID,
+      spec: { intervals: [{ every: RECONCILE_EVERY_MS }] },
+      policies: { overlap: ScheduleOverlapPolicy.SKIP },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'reconcileRuns',
+        workflowId: RECONCILE_SCHEDULE_ID,
+        taskQueue: QUEUE,
+        args: [],
+        workflowExecutionTimeout: RECONCILE_EVERY_MS * 10,
+        typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'reconcile' }],
+      },
+    });
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+  }
+}
+
+/** Runs the reconciler once now and waits for what it settled (operators, and tests with a younger age). */
+export async function reconcileNow(client: Client, minAgeMs?: number): Promise<{ settled: string[] }> {
+  return client.workflow.execute<typeof reconcileRuns>('reconcileRuns', {
+    taskQueue: QUEUE,
+    workflowId: `${RECONCILE_SCHEDULE_ID}-now-${Date.now()}`,
+    args: minAgeMs === undefined ? [] : [minAgeMs],
+    typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'reconcile' }],
+  });
+}

@@ -1,0 +1,23 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type * as activities from '../activities';
+import { RECONCILE_MIN_AGE_MS } from './timings';
+
+/** One batch looks at up to 100 runs, each a Temporal describe and perhaps a settlement: a minute is ample; retried a few times. */
+const { settleAbandonedRuns } = proxyActivities<typeof activities>({
+  startToCloseTimeout: '1m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
+});
+
+/**
+ * The reconciler, started by the `reconcile-runs` Schedule: settles every run that its workflow left
+ * open (terminated by an operator, timed out, failed after a bad deploy), so no row stays running
+ * without a workflow. Open runs younger than `minAgeMs` are left alone.
+ */
+export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[] }> {
+  const settled: string[] = [];
+  for (;;) {
+    const batch = await settleAbandonedRuns(minAgeMs);
+    settled.push(...batch.settled);
+    if (!batch.more) return { settled };
+  }
+}
