@@ -57,6 +57,8 @@ function withCheck(client: Redis): WithCheck {
   return client as unknown as WithCheck;
 }
 
+const DOWN = new Set(['reconnecting', 'close', 'end']);
+
 /** End-user references (possibly personal data) and overlong agent ids are hashed to keep keys short and opaque. */
 const digest = (value: string) => createHash('sha256').update(value).digest('hex').slice(0, 32);
 const readable = (id: string) => (id.length <= 64 ? id : digest(id));
@@ -101,7 +103,10 @@ export class RateLimiter {
     const keys = counters.map(([dimension, id]) => `${prefix}:${dimension}:${id}:${window}`);
     // Relative expiry, so a clock moved by tests never makes a counter expire early.
     const ttlMs = windowEnd - at + 1000;
-    const refused = await this.withTimeout(withCheck((this.options.redis ?? redis)()).aesRateLimitCheck(keys.length, ...keys, ttlMs, ...counters.map(([d]) => limits[d])));
+    const client = (this.options.redis ?? redis)();
+    // A connection known to be down answers at once instead of after the timeout.
+    if (DOWN.has(client.status)) throw new Error(`redis is ${client.status}`);
+    const refused = await this.withTimeout(withCheck(client).aesRateLimitCheck(keys.length, ...keys, ttlMs, ...counters.map(([d]) => limits[d])));
     if (refused === 0) return { allowed: true };
     const dimension = counters[refused - 1][0];
     return { allowed: false, dimension, limit: limits[dimension], windowSeconds, retryAfterSeconds: Math.max(1, Math.ceil((windowEnd - at) / 1000)) };

@@ -2,13 +2,22 @@ import type { Server } from 'node:http';
 import { config } from '../domain/config';
 import { logger } from '../domain/logger';
 import { closeDb } from '../db/sequelize';
-import { createApp } from './app';
 import { closeRedis } from '../db/redis';
 import { closeTemporal } from '../infra/temporalClient';
+import { createApp } from './app';
+import { beginShutdown, endStreams } from './shutdown';
 
-/** Stops taking connections, lets in-flight requests finish (bounded), then closes the pools. */
-async function drain(server: Server, graceMs: number): Promise<void> {
+/**
+ * A deploy's SIGTERM, in the order a load balancer needs: readiness fails at once; after
+ * SHUTDOWN_DELAY_MS (the balancer has noticed) the listener closes and open event streams end
+ * without cancelling their runs (clients resume elsewhere with Last-Event-ID); in-flight requests
+ * get SHUTDOWN_GRACE_MS to finish; then the pools close. No run is cancelled by any of it.
+ */
+async function drain(server: Server, delayMs: number, graceMs: number): Promise<void> {
+  beginShutdown();
+  await new Promise((resolve) => setTimeout(resolve, delayMs));
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  endStreams();
   server.closeIdleConnections();
   const timer = setTimeout(() => server.closeAllConnections(), graceMs);
   await closed;
@@ -17,14 +26,14 @@ async function drain(server: Server, graceMs: number): Promise<void> {
 }
 
 function main(): void {
-  const { port } = config();
+  const { port, shutdownDelayMs, shutdownGraceMs } = config();
   const server = createApp().listen(port, () => logger.info({ port }, 'api listening'));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'api draining');
-    drain(server, Number(process.env.SHUTDOWN_GRACE_MS ?? 30_000)).then(() => {
+    drain(server, shutdownDelayMs, shutdownGraceMs).then(() => {
       logger.info('api stopped');
       process.exit(0);
     });

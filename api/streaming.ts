@@ -6,6 +6,7 @@ import { config } from '../domain/config';
 import type { RunOutcome } from '../domain/runs';
 import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../domain/streamEvents';
 import { redis } from '../db/redis';
+import { onShutdown } from './shutdown';
 import type { AppState } from './state';
 
 /** How long a read blocks in Redis before the loop looks at the run's outcome again. */
@@ -34,7 +35,8 @@ function outcomeOrFailure(handle: WorkflowHandle, o: RelayOptions): Promise<RunO
 /**
  * Relays a run's events from its Redis stream to the client as SSE, whichever API instance that is.
  * Exactly one terminal event ends the stream: the run's own, or, when the stream lost it (worker
- * died, Redis hiccuped), one derived from the workflow's outcome.
+ * died, Redis hiccuped), one derived from the workflow's outcome. When this instance shuts down, the
+ * stream ends without one and the run goes on: the client resumes with Last-Event-ID on another.
  */
 export async function relayRunEvents(ctx: Context & { state: AppState }, handle: WorkflowHandle, o: RelayOptions): Promise<void> {
   ctx.respond = false;
@@ -51,12 +53,18 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   res.socket?.setNoDelay(true);
   let closed = false;
   let terminal = false;
+  // This instance is shutting down: the stream ends, the run goes on, the client resumes elsewhere.
+  let handedOver = false;
   let reader: Redis | undefined;
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), config().sseKeepaliveMs);
   res.on('close', () => {
     closed = true;
     reader?.disconnect();
-    if (!terminal && o.cancelOnDisconnect) handle.cancel().catch(() => undefined);
+    if (!terminal && !handedOver && o.cancelOnDisconnect) handle.cancel().catch(() => undefined);
+  });
+  const unregister = onShutdown(() => {
+    handedOver = true;
+    res.end();
   });
 
   let outcome: RunOutcome | undefined;
@@ -93,6 +101,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
       }
     }
   } finally {
+    unregister();
     clearInterval(keepAlive);
     reader?.disconnect();
     if (!closed) res.end();

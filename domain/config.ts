@@ -34,6 +34,10 @@ export interface Config {
   logLevel: string;
   /** How long a SIGTERMed worker lets in-flight activities finish before cancelling them. */
   workerShutdownGraceMs: number;
+  /** On SIGTERM the API fails readiness, waits this long for the load balancer to notice, then stops listening. */
+  shutdownDelayMs: number;
+  /** Then in-flight requests get this long to finish. */
+  shutdownGraceMs: number;
 }
 
 export function loadConfig(): Config {
@@ -63,6 +67,8 @@ export function loadConfig(): Config {
     mcpAllowedOrigins: str('MCP_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: str('LOG_LEVEL', 'info'),
     workerShutdownGraceMs: int('WORKER_SHUTDOWN_GRACE_MS', WORKER_SHUTDOWN_GRACE_MS),
+    shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 5_000),
+    shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000),
   };
 }
 

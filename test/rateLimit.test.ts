@@ -269,14 +269,15 @@ describe('when Redis is unavailable', () => {
     }
   });
 
-  it('fails closed on every authenticated endpoint, not only execution', async () => {
+  it('serves reads uncounted, and fails closed on every endpoint that changes or starts anything', async () => {
     const unreachable = new Redis('redis://127.0.0.1:1', { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null });
     setRateLimiter(new RateLimiter({ redis: () => unreachable }));
     try {
-      const t = await tenant({ scopes: ['logs:read'] });
-      const res = await call(api.url, 'GET', '/api/v2/logs', { key: t.key });
-      expect(res.status).toBe(503);
-      expect(res.body).toEqual({ error: { code: 'service_unavailable', message: expect.stringContaining('Rate limiting'), request_id: res.headers.get('x-request-id') } });
+      const t = await tenant({ scopes: ['logs:read', 'agents:run'] });
+      expect((await call(api.url, 'GET', '/api/v2/logs', { key: t.key })).status).toBe(200);
+      const cancel = await call(api.url, 'POST', '/api/v2/runs/run_01gggggggggggggggggggggggg/cancel', { key: t.key });
+      expect(cancel.status).toBe(503);
+      expect(cancel.body.error.code).toBe('service_unavailable');
     } finally {
       unreachable.disconnect();
     }

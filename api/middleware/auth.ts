@@ -5,6 +5,9 @@ import { authenticate, requireScope } from '../credentials';
 import type { AppState, Principal } from '../state';
 import { enforceRateLimit } from './rateLimit';
 
+/** Reads change nothing and spend nothing: without Redis they are served uncounted (README, "Rate limits"). */
+const READS = new Set(['GET', 'HEAD']);
+
 type Finder = (ctx: Context & { state: AppState }) => string | undefined | Promise<string | undefined>;
 
 export interface Authorization {
@@ -37,7 +40,7 @@ export function authorize(a: Authorization): Middleware<AppState> {
         agent: await a.agent?.(ctx),
         endUser: await a.endUser?.(ctx),
       };
-      await enforceRateLimit(subject, ctx.state.requestId);
+      await enforceRateLimit(subject, ctx.state.requestId, { failOpen: READS.has(ctx.method) });
       await next();
     });
 }

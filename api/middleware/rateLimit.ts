@@ -4,15 +4,17 @@ import { rateLimiter, type RateLimitSubject } from '../rateLimiter';
 
 /**
  * Counts one call against every rate-limit dimension its subject has, or refuses it with 429 and
- * Retry-After. Fails closed: when the limiter cannot answer, the call is refused with 503 rather than
- * run without limits. Routes reach this only through authorize() (./auth), after authentication.
+ * Retry-After. When the limiter cannot answer (Redis down), a call that spends or starts anything
+ * fails closed with 503 rather than run without limits; a read (`failOpen`) is served uncounted, so a
+ * Redis blip does not take reads down with it. Routes reach this only through authorize() (./auth).
  */
-export async function enforceRateLimit(subject: RateLimitSubject, requestId: string): Promise<void> {
+export async function enforceRateLimit(subject: RateLimitSubject, requestId: string, options: { failOpen: boolean }): Promise<void> {
   let decision;
   try {
     decision = await rateLimiter().check(subject);
   } catch (err) {
-    logger.error({ err: String(err), request_id: requestId }, 'rate limiter unavailable');
+    logger.error({ err: String(err), request_id: requestId, fail_open: options.failOpen }, 'rate limiter unavailable');
+    if (options.failOpen) return;
     throw new ServiceError('service_unavailable', 'Rate limiting is temporarily unavailable, so the request was not run; retry shortly.');
   }
   if (!decision.allowed) {

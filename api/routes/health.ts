@@ -1,8 +1,9 @@
 import Router from '@koa/router';
 import { db } from '../../db/sequelize';
 import { redis } from '../../db/redis';
-import type { AppState } from '../state';
 import { temporal } from '../../infra/temporalClient';
+import { isShuttingDown } from '../shutdown';
+import type { AppState } from '../state';
 
 const CHECK_TIMEOUT_MS = 2000;
 
@@ -19,20 +20,30 @@ async function check(probe: () => Promise<unknown>): Promise<'ok' | 'unavailable
   }
 }
 
-/** GET /healthz: the process is up. GET /readyz: its dependencies answer, else 503. */
+/**
+ * GET /healthz: the process is up. GET /readyz: whether this instance can serve, else 503.
+ * PostgreSQL and Temporal are needed by every endpoint that does anything; without Redis the
+ * instance still serves reads (runs, logs, conversations), so a Redis blip reports `degraded`
+ * instead of taking every instance out of rotation. Shutting down, it is not ready at once.
+ */
 export function healthRoutes(router: Router<AppState>): void {
   router.get('/healthz', (ctx) => {
     ctx.body = { status: 'ok' };
   });
   router.get('/readyz', async (ctx) => {
+    if (isShuttingDown()) {
+      ctx.status = 503;
+      ctx.body = { status: 'shutting_down' };
+      return;
+    }
     const [postgres, redisStatus, temporalStatus] = await Promise.all([
       check(() => db().query('SELECT 1')),
       check(() => redis().ping()),
       check(async () => (await temporal()).workflowService.getSystemInfo({})),
     ]);
     const checks = { postgres, redis: redisStatus, temporal: temporalStatus };
-    const ready = Object.values(checks).every((s) => s === 'ok');
+    const ready = postgres === 'ok' && temporalStatus === 'ok';
     ctx.status = ready ? 200 : 503;
-    ctx.body = { status: ready ? 'ready' : 'unavailable', checks };
+    ctx.body = { status: !ready ? 'unavailable' : redisStatus === 'ok' ? 'ready' : 'degraded', checks };
   });
 }
