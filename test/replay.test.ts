@@ -1,0 +1,106 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { Worker } from '@temporalio/worker';
+import { TEMPORAL_CLI } from '../workers/temporalDevServer';
+import { workflowBundle } from '../workers/workflowBundle';
+import { call, closeAll, scriptModel, startApi, tenant } from './support/stack';
+import { allFrames, frames, openStream } from './support/sse';
+
+/**
+ * Replay tests: the recorded histories of representative runs must replay against the workflow code
+ * as it is now, so a change that would break runs in flight (non-determinism) fails here. After an
+ * intended change of a workflow's commands, re-record with `npm run record-histories` (README,
+ * "Changing a workflow"); to keep runs in flight working across such a change, use patched().
+ */
+const HISTORIES = path.join(__dirname, 'histories');
+
+if (process.env.RECORD_HISTORIES) {
+  describe('recording histories', () => {
+    let api: { url: string; close(): Promise<void> };
+    let tools: Server;
+    let toolUrl = '';
+    let client: Client;
+    beforeAll(async () => {
+      api = await startApi();
+      tools = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"state":"shipped"}'));
+      await new Promise<void>((resolve) => tools.listen(0, '127.0.0.1', resolve));
+      toolUrl = `http://127.0.0.1:${(tools.address() as AddressInfo).port}/orders`;
+      client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
+    });
+    afterAll(async () => {
+      tools.close();
+      await client.connection.close();
+      await api.close();
+      await closeAll();
+    });
+
+    async function record(name: string, runId: string): Promise<void> {
+      const handle = client.workflow.getHandle(runId);
+      await handle.result().catch(() => undefined);
+      // The CLI's JSON is Temporal's own history format (the UI's download too), which historyFromJSON reads.
+      const json = execFileSync(TEMPORAL_CLI, ['workflow', 'show', '--workflow-id', runId, '--address', process.env.TEMPORAL_ADDRESS!, '--output', 'json']);
+      writeFileSync(path.join(HISTORIES, `${name}.json`), json);
+    }
+    const respond = (key: string, body: Record<string, unknown>) => call(api.url, 'POST', '/api/v2/responses', { key, body });
+    const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
+    const withTools = () => ({ tools: [{ type: 'http', name: 'lookup_order', description: 'Find an order', parameters: { type: 'object' }, url: toolUrl }, { type: 'handoff' }] });
+
+    it('plain', async () => {
+      const t = await tenant();
+      await record('plain', (await respond(t.key, { agent: t.agent, input: 'hi' })).body.id);
+    });
+    it('streamed', async () => {
+      const t = await tenant();
+      await scriptModel(t.model, [{ chunks: ['a ', 'b'] }]);
+      const fs = await allFrames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true }));
+      await record('streamed', fs.find((f) => f.event === 'response.started')!.data.id);
+    });
+    it('tool rounds', async () => {
+      const t = await tenant({ config: withTools() });
+      await scriptModel(t.model, [{ toolCalls: [{ name: 'lookup_order', arguments: '{}' }] }, { toolCalls: [{ name: 'lookup_order', arguments: '{}' }] }, { text: 'shipped' }]);
+      await record('tool-rounds', (await respond(t.key, { agent: t.agent, input: 'where?' })).body.id);
+    });
+    it('repair', async () => {
+      const t = await tenant();
+      await scriptModel(t.model, [{ text: '{"wrong":1}' }, { text: '{"answer":"yes"}' }]);
+      await record('repair', (await respond(t.key, { agent: t.agent, input: 'hi', response_format: { type: 'json_schema', schema, strict: true } })).body.id);
+    });
+    it('cancel', async () => {
+      const t = await tenant();
+      await scriptModel(t.model, [{ chunks: ['slow ', 'answer'], chunkDelayMs: 3000 }]);
+      for await (const frame of frames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true }))) {
+        if (frame.event !== 'response.output_text.delta') continue;
+        const id = frame.data.id;
+        await call(api.url, 'POST', `/api/v2/runs/${id}/cancel`, { key: t.key });
+        await record('cancel', id);
+        break;
+      }
+    });
+    it('timeout', async () => {
+      const t = await tenant();
+      await scriptModel(t.model, [{ text: 'too late', delayMs: 3000 }]);
+      await record('timeout', (await respond(t.key, { agent: t.agent, input: 'hi', timeout_ms: 1000 })).body.id);
+    });
+    it('handoff', async () => {
+      const t = await tenant({ config: withTools() });
+      await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
+      await record('handoff', (await respond(t.key, { agent: t.agent, input: 'help' })).body.id);
+    });
+  });
+} else {
+  it('replays every recorded run history against the current workflow code', async () => {
+    const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
+    expect(names.sort()).toEqual(['cancel', 'handoff', 'plain', 'repair', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
+    const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
+    const failures: string[] = [];
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories)) {
+      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+    }
+    expect(failures).toEqual([]);
+  });
+}
