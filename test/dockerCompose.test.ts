@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
+import { WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
 
 /** docker-compose v1 validates and normalises the file without an engine; `workers/setup.sh --test` installs it. */
 function composeConfig(): string {
@@ -39,5 +40,17 @@ describe('docker-compose.yml', () => {
       }
     }
     expect(service(config, 'api')).toMatch(/published: 8080|8080:8080/);
+  });
+
+  it('installs with npm ci and lets SIGTERM reach the processes for as long as they drain', () => {
+    const seconds = (block: string) => Number(/stop_grace_period: (\d+)s/.exec(block)?.[1]);
+    const api = service(config, 'api');
+    const worker = service(config, 'worker');
+    expect(api).toContain('npm ci');
+    const starts = (block: string, script: string) => block.replace(/\s+/g, ' ').includes(`exec $$(node -p "require('./package.json').scripts['${script}']")`);
+    expect(starts(api, 'start:api')).toBe(true);
+    expect(starts(worker, 'start:worker')).toBe(true);
+    expect(seconds(worker)).toBeGreaterThanOrEqual(WORKER_SHUTDOWN_GRACE_MS / 1000);
+    expect(seconds(api)).toBeGreaterThanOrEqual(35);
   });
 });
