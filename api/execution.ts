@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
+import { config } from '../domain/config';
 import { chooseConfiguration, type AgentConfig, type AgentStatus, type ConfigurationChoice } from '../domain/agents';
 import { ERROR_TABLE, ServiceError } from '../domain/errors';
 import { hasPrefix, mintId, mintTraceId } from '../domain/ids';
@@ -8,7 +9,6 @@ import type { ConversationRecord } from '../db/conversations';
 import { Document, KnowledgeCollection, models } from '../db/models';
 import { sql, statement } from '../db/sql';
 import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
-import { API_WAIT_GRACE_MS } from '../workflows/timings';
 import { workspaceOf } from './middleware/auth';
 import type { ErrorBody } from './middleware/errorEnvelope';
 import type { AppState } from './state';
@@ -108,7 +108,7 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
   }
   let outcome: RunOutcome | undefined;
   try {
-    outcome = await within(handle, options.timeoutMs + API_WAIT_GRACE_MS);
+    outcome = await within(handle, options.timeoutMs + config().apiWaitGraceMs);
   } catch (err) {
     if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
     throw err;

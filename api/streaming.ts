@@ -19,8 +19,6 @@ export interface RelayOptions {
   after?: string;
   /** The original stream's client going away cancels the run; a follower's does not. */
   cancelOnDisconnect: boolean;
-  /** Extra response headers (an idempotent replay's marker). */
-  headers?: Record<string, string>;
 }
 
 function outcomeOrFailure(handle: WorkflowHandle, o: RelayOptions): Promise<RunOutcome> {
@@ -48,7 +46,6 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     'X-Accel-Buffering': 'no',
     'X-Stream-Version': STREAM_VERSION,
     'X-Request-Id': o.requestId,
-    ...o.headers,
   });
   res.socket?.setNoDelay(true);
   let closed = false;

@@ -1,4 +1,4 @@
-import { WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
+import { API_WAIT_GRACE_MS, WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
 import { temporalConnectionOptions, type TemporalConnectionOptions } from '../infra/temporalConnection';
 
 /** The operator contract's environment variables (DESIGN.md §3), read once with their defaults. */
@@ -38,6 +38,8 @@ export interface Config {
   shutdownDelayMs: number;
   /** Then in-flight requests get this long to finish. */
   shutdownGraceMs: number;
+  /** A non-streamed request waits for its run at most timeout_ms plus this, then answers 202. */
+  apiWaitGraceMs: number;
 }
 
 export function loadConfig(): Config {
@@ -69,6 +71,7 @@ export function loadConfig(): Config {
     workerShutdownGraceMs: int('WORKER_SHUTDOWN_GRACE_MS', WORKER_SHUTDOWN_GRACE_MS),
     shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 5_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000),
+    apiWaitGraceMs: int('API_WAIT_GRACE_MS', API_WAIT_GRACE_MS),
   };
 }
 

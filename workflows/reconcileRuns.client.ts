@@ -38,6 +38,7 @@ export async function reconcileNow(client: Client, minAgeMs?: number): Promise<{
     taskQueue: QUEUE,
     workflowId: `${RECONCILE_SCHEDULE_ID}-now-${Date.now()}`,
     args: minAgeMs === undefined ? [] : [minAgeMs],
+    workflowExecutionTimeout: RECONCILE_EVERY_MS * 10,
     typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'reconcile' }],
   });
 }

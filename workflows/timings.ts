@@ -32,6 +32,7 @@ export const RUN_EXECUTION_MARGIN_MS = 30 * 60_000;
 /**
  * A non-streamed request waits for its run at most timeout_ms plus this (queueing and bookkeeping);
  * after it the API answers 202 with the run as it stands, and the caller polls GET /runs/{id}.
+ * Configurable with API_WAIT_GRACE_MS.
  */
 export const API_WAIT_GRACE_MS = 30_000;
 
