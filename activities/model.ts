@@ -2,7 +2,8 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { Op } from 'sequelize';
 import type { AgentConfig } from '../domain/agents';
 import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
-import { estimateTokens, type Attachment, type Deadline, type OutputItem, type ResponseFormat, type Usage } from '../domain/runs';
+import { type Attachment, type Deadline, type OutputItem, type ResponseFormat } from '../domain/runs';
+import { estimateTokens, type Usage } from '../domain/usage';
 import { db } from '../db/sequelize';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';

@@ -1,5 +1,6 @@
-import { logger } from '../domain/logger';
-import { ZERO_USAGE, type RunInput } from '../domain/runs';
+import { logger } from '../infra/logger';
+import { type RunInput } from '../domain/runs';
+import { ZERO_USAGE } from '../domain/usage';
 import { openRunsOlderThan, type OpenRun } from '../db/runs';
 import { temporal } from '../infra/temporalClient';
 import { describeRun } from '../workflows/agentRun.client';

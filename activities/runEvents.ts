@@ -1,4 +1,4 @@
-import { logger } from '../domain/logger';
+import { logger } from '../infra/logger';
 import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, type StreamEventType } from '../domain/streamEvents';
 import { redis } from '../db/redis';
 

@@ -1,7 +1,9 @@
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
-import { addUsage, creditsFor, ledgerLine, TERMINAL_STATUSES, toRunResponse, ZERO_USAGE, type OutputItem, type RunInput, type RunOutcome, type RunResponse, type Usage } from '../domain/runs';
+import { TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
+import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
+import { creditsFor, ledgerLine } from '../domain/billing';
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
 import { Outbox } from '../db/outbox';
 import { statement, transaction, type Sql } from '../db/sql';

@@ -5,7 +5,7 @@ import https from 'node:https';
 import ipaddr from 'ipaddr.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { HttpToolConfig } from '../domain/agents';
-import { config } from '../domain/config';
+import { config } from '../infra/config';
 import type { Deadline } from '../domain/runs';
 import type { StreamEventType } from '../domain/streamEvents';
 import { callSignal, deadlineFailure } from './bounded';

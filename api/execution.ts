@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
-import { config } from '../domain/config';
+import { config } from '../infra/config';
 import { chooseConfiguration, type AgentConfig, type AgentStatus, type ConfigurationChoice } from '../domain/agents';
 import { ERROR_TABLE, ServiceError } from '../domain/errors';
 import { hasPrefix, mintId, mintTraceId } from '../domain/ids';

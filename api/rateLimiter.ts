@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type Redis from 'ioredis';
 import { now } from '../domain/clock';
-import { config } from '../domain/config';
+import { config } from '../infra/config';
 import { redis } from '../db/redis';
 
 export const DIMENSIONS = ['credential', 'tenant', 'tenant_endpoint', 'agent', 'principal'] as const;

@@ -1,5 +1,6 @@
 import { hasPrefix } from '../domain/ids';
-import { toRunResponse, ZERO_USAGE, type RunResponse } from '../domain/runs';
+import { toRunResponse, type RunResponse } from '../domain/runs';
+import { ZERO_USAGE } from '../domain/usage';
 import type { RunStatus } from '../domain/errors';
 import { findRun } from '../db/runs';
 import { describeRun, type RunWorkflowState } from '../workflows/agentRun.client';

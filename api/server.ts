@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
-import { config } from '../domain/config';
-import { logger } from '../domain/logger';
+import { config } from '../infra/config';
+import { logger } from '../infra/logger';
 import { closeDb } from '../db/sequelize';
 import { closeRedis } from '../db/redis';
 import { closeTemporal } from '../infra/temporalClient';

@@ -1,8 +1,8 @@
 import type { Context } from 'koa';
 import type { WorkflowHandle } from '@temporalio/client';
 import type Redis from 'ioredis';
-import { logger } from '../domain/logger';
-import { config } from '../domain/config';
+import { logger } from '../infra/logger';
+import { config } from '../infra/config';
 import type { RunOutcome } from '../domain/runs';
 import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../domain/streamEvents';
 import { redis } from '../db/redis';

@@ -1,4 +1,4 @@
-import { logger } from '../domain/logger';
+import { logger } from '../infra/logger';
 import { startWorkers } from '../workers/worker';
 import * as activities from './floorActivities';
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
 import type { Client } from '@temporalio/client';
-import { createAgent, createWorkspace, createWorkspaceKey } from '../api/admin/commands';
+import { createAgent, createWorkspace, createWorkspaceKey } from '../admin/commands';
 import { temporal } from '../infra/temporalClient';
 import { migrate } from '../db/migrate';
 import { closeDb } from '../db/sequelize';

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { SequelizeStorage, Umzug } from 'umzug';
 import type { QueryInterface } from 'sequelize';
-import { config } from '../domain/config';
+import { config } from '../infra/config';
 import { closeDb, db } from './sequelize';
 
 export type Migration = (params: { context: QueryInterface }) => Promise<void>;

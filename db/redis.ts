@@ -1,5 +1,5 @@
 import Redis from 'ioredis';
-import { config } from '../domain/config';
+import { config } from '../infra/config';
 
 let client: Redis | undefined;
 

@@ -1,6 +1,7 @@
 import { QueryTypes } from 'sequelize';
 import type { RunStatus } from '../domain/errors';
-import type { OutputItem, RunKind, Usage } from '../domain/runs';
+import type { OutputItem, RunKind } from '../domain/runs';
+import type { Usage } from '../domain/usage';
 import { db } from './sequelize';
 
 export interface RunRow {

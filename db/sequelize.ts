@@ -1,6 +1,6 @@
 import { types } from 'pg';
 import { Sequelize } from 'sequelize';
-import { config } from '../domain/config';
+import { config } from '../infra/config';
 
 // bigint columns (keys, credit balances) stay far below 2^53: read them as numbers, not strings.
 types.setTypeParser(20, (value) => Number(value));

@@ -1,25 +1,8 @@
 import type { AgentConfig } from './agents';
 import type { ErrorCode, RunStatus } from './errors';
+import type { Usage } from './usage';
 
 export type RunKind = 'response' | 'agent_run' | 'message';
-
-export interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  cached_tokens: number;
-}
-
-export const ZERO_USAGE: Usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_tokens: 0 };
-
-export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    input_tokens: a.input_tokens + b.input_tokens,
-    output_tokens: a.output_tokens + b.output_tokens,
-    total_tokens: a.total_tokens + b.total_tokens,
-    cached_tokens: a.cached_tokens + b.cached_tokens,
-  };
-}
 
 export type OutputItem =
   | { type: 'text'; text: string }
@@ -121,11 +104,6 @@ export interface RunOutcome {
 
 export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled', 'blocked']);
 
-/** The ledger line a run bills to: its channel, or the conversation's when it stated none. */
-export function ledgerLine(channel: string, conversationChannel: string | undefined): string {
-  return channel || conversationChannel || 'api';
-}
-
 /** When a run must be over: timeout_ms after it started. */
 export interface Deadline {
   /** Milliseconds since epoch. */
@@ -136,14 +114,4 @@ export interface Deadline {
 /** How a run that ran out of timeout_ms fails. */
 export function timedOut(deadline: Deadline): { code: 'provider_unavailable'; message: string } {
   return { code: 'provider_unavailable', message: `The run did not finish within timeout_ms (${deadline.timeoutMs} ms).` };
-}
-
-/** About four characters a token: for usage the provider never reported (a call cut short). */
-export function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
-
-/** One credit per token: the service's unit of usage. */
-export function creditsFor(usage: Usage): number {
-  return usage.total_tokens;
 }

@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { config } from '../domain/config';
+import { config } from './config';
 
 let client: Promise<Client> | undefined;
 

@@ -1,5 +1,5 @@
 import { QueryTypes } from 'sequelize';
-import * as admin from '../api/admin/commands';
+import * as admin from '../admin/commands';
 import { db } from '../db/sequelize';
 import { type Answer, call, providerRequests, tenant, useApi } from './support/stack';
 

@@ -1,8 +1,9 @@
 import { QueryTypes } from 'sequelize';
-import * as admin from '../api/admin/commands';
+import * as admin from '../admin/commands';
 import { beginRun, settleRun } from '../activities/runs';
 import { mintId, mintTraceId } from '../domain/ids';
-import { ZERO_USAGE, type RunInput } from '../domain/runs';
+import { type RunInput } from '../domain/runs';
+import { ZERO_USAGE } from '../domain/usage';
 import { redis } from '../db/redis';
 import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';

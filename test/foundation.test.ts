@@ -1,7 +1,7 @@
 import Koa from 'koa';
 import { Connection, Client } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
-import * as admin from '../api/admin/commands';
+import * as admin from '../admin/commands';
 import { forgetCredentials } from '../api/credentials';
 import { errorEnvelope } from '../api/middleware/errorEnvelope';
 import { requestContext } from '../api/middleware/requestContext';

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { QueryTypes } from 'sequelize';
-import * as admin from '../api/admin/commands';
+import * as admin from '../admin/commands';
 import { CLAIM_TIMEOUT_MS, fingerprintOf, REPLAY_WINDOW_MS, scopeHashOf } from '../api/idempotency';
 import { authorize } from '../api/middleware/auth';
 import { errorEnvelope } from '../api/middleware/errorEnvelope';

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { QueryTypes } from 'sequelize';
-import * as admin from '../api/admin/commands';
+import * as admin from '../admin/commands';
 import { RateLimiter, setRateLimiter, type Limits } from '../api/rateLimiter';
 import { setClock } from '../domain/clock';
 import { db } from '../db/sequelize';

@@ -1,5 +1,5 @@
 import { QueryTypes } from 'sequelize';
-import { resetConfig } from '../domain/config';
+import { resetConfig } from '../infra/config';
 import { runEventsKey } from '../domain/streamEvents';
 import { redis } from '../db/redis';
 import { db } from '../db/sequelize';

@@ -5,7 +5,7 @@ import { QueryTypes } from 'sequelize';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
 import { callTool, toolSecret } from '../activities/tools';
-import { resetConfig } from '../domain/config';
+import { resetConfig } from '../infra/config';
 import { db } from '../db/sequelize';
 import { call, closeAll, providerRequests, scriptModel, startApi, tenant } from './support/stack';
 import { allFrames, openStream } from './support/sse';

@@ -1,6 +1,6 @@
 import { closeRedis } from '../db/redis';
 import { closeDb } from '../db/sequelize';
-import { logger } from '../domain/logger';
+import { logger } from '../infra/logger';
 import { closeTemporal } from '../infra/temporalClient';
 import { parseQueues, startWorkers } from './worker';
 

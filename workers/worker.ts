@@ -1,7 +1,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
 import * as activities from '../activities';
-import { config } from '../domain/config';
-import { logger } from '../domain/logger';
+import { config } from '../infra/config';
+import { logger } from '../infra/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle } from './workflowBundle';
 import { temporal } from '../infra/temporalClient';

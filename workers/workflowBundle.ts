@@ -1,7 +1,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleOption } from '@temporalio/worker';
-import { logger } from '../domain/logger';
+import { logger } from '../infra/logger';
 
 const quiet = new DefaultLogger('WARN', (entry) => logger.warn({ sdk: 'temporal-bundler' }, entry.message));
 

@@ -12,7 +12,8 @@ import {
 import type * as activities from '../activities';
 import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
-import { addUsage, timedOut, ZERO_USAGE, type Deadline, type OutputItem, type RunInput, type RunOutcome, type Usage } from '../domain/runs';
+import { timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
+import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 

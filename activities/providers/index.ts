@@ -1,4 +1,4 @@
-import { config } from '../../domain/config';
+import { config } from '../../infra/config';
 import { LocalProvider } from './local';
 import { OpenAIProvider } from './openai';
 import type { ModelProvider } from './types';

@@ -1,4 +1,4 @@
-import { estimateTokens as tokens, type Usage } from '../../domain/runs';
+import { estimateTokens as tokens, type Usage } from '../../domain/usage';
 import type { ChatMessage, ModelProvider, ModelReply, ModelRequest } from './types';
 
 

@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParams, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { ZERO_USAGE, type Usage } from '../../domain/runs';
+import { ZERO_USAGE, type Usage } from '../../domain/usage';
 import { ProviderError, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './types';
 
 function usageOf(raw: OpenAI.CompletionUsage | null | undefined): Usage {

@@ -1,4 +1,4 @@
-import type { Usage } from '../../domain/runs';
+import type { Usage } from '../../domain/usage';
 
 import type { ToolCall, ToolSpec } from '../../domain/tools';
 

@@ -1,6 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../../domain/errors';
-import { logger } from '../../domain/logger';
+import { logger } from '../../infra/logger';
 import type { AppState } from '../state';
 
 export interface ErrorBody {

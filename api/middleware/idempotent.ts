@@ -1,6 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import { invalidRequest, ServiceError } from '../../domain/errors';
-import { logger } from '../../domain/logger';
+import { logger } from '../../infra/logger';
 import { claim, fingerprintOf, type StoredResponse } from '../idempotency';
 import type { AppState } from '../state';
 import { renderFailure } from './errorEnvelope';

@@ -1,5 +1,5 @@
 import { ServiceError } from '../../domain/errors';
-import { logger } from '../../domain/logger';
+import { logger } from '../../infra/logger';
 import { rateLimiter, type RateLimitSubject } from '../rateLimiter';
 
 /**

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import { mintId } from '../../domain/ids';
-import { logger } from '../../domain/logger';
+import { logger } from '../../infra/logger';
 import type { AppState } from '../state';
 
 /**

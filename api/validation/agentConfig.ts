@@ -1,6 +1,6 @@
 import * as yup from 'yup';
 import type { AgentConfig } from '../../domain/agents';
-import { config } from '../../domain/config';
+import { config } from '../../infra/config';
 
 const toolSchema = yup.lazy((tool: { type?: string } | undefined) =>
   tool?.type === 'handoff'

@@ -1,6 +1,7 @@
 import { CreationOptional, DataTypes, InferAttributes, InferCreationAttributes, Model, Sequelize } from 'sequelize';
 import type { RunStatus } from '../../domain/errors';
-import type { OutputItem, RunKind, Usage } from '../../domain/runs';
+import type { OutputItem, RunKind } from '../../domain/runs';
+import type { Usage } from '../../domain/usage';
 
 export class Run extends Model<InferAttributes<Run>, InferCreationAttributes<Run>> {
   declare id: CreationOptional<number>;

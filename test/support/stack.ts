@@ -2,7 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
-import * as admin from '../../api/admin/commands';
+import * as admin from '../../admin/commands';
 import { QueryTypes } from 'sequelize';
 import { mintId, mintTraceId } from '../../domain/ids';
 import { db } from '../../db/sequelize';

@@ -1,5 +1,5 @@
 import { API_WAIT_GRACE_MS, WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
-import { temporalConnectionOptions, type TemporalConnectionOptions } from '../infra/temporalConnection';
+import { temporalConnectionOptions, type TemporalConnectionOptions } from './temporalConnection';
 
 /** The operator contract's environment variables (DESIGN.md §3), read once with their defaults. */
 function int(name: string, fallback: number): number {

@@ -1,11 +1,11 @@
 import { Transaction } from 'sequelize';
-import { AGENT_STATUSES, type AgentStatus } from '../../domain/agents';
-import { generateApiKey, hashApiKey, type KeyKind } from '../../domain/apiKeys';
-import { mintId } from '../../domain/ids';
-import { parseCustomerScopes } from '../../domain/scopes';
-import { Agent, AgentVersion, ApiKey, models, Partner, Workspace } from '../../db/models';
-import { db } from '../../db/sequelize';
-import { parseAgentConfig } from '../validation/agentConfig';
+import { AGENT_STATUSES, type AgentStatus } from '../domain/agents';
+import { generateApiKey, hashApiKey, type KeyKind } from '../domain/apiKeys';
+import { mintId } from '../domain/ids';
+import { parseCustomerScopes } from '../domain/scopes';
+import { Agent, AgentVersion, ApiKey, models, Partner, Workspace } from '../db/models';
+import { db } from '../db/sequelize';
+import { parseAgentConfig } from '../api/validation/agentConfig';
 
 /** A refusal the CLI prints as an error object and exits non-zero on. */
 export class AdminError extends Error {}

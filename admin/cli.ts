@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ValidationError } from 'yup';
-import { closeDb } from '../../db/sequelize';
+import { closeDb } from '../db/sequelize';
 import * as admin from './commands';
 
 /**
