@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
 import { config } from '../infra/config';
 import { chooseConfiguration, type AgentConfig, type AgentStatus, type ConfigurationChoice } from '../domain/agents';
-import { ERROR_TABLE, ServiceError } from '../domain/errors';
+import { ERROR_TABLE, errorBody, ServiceError } from '../domain/errors';
 import { hasPrefix, mintId, mintTraceId } from '../domain/ids';
 import type { RunInput, RunKind, RunOptions, RunOutcome } from '../domain/runs';
 import type { ConversationRecord } from '../db/conversations';
@@ -10,7 +10,6 @@ import { Document, KnowledgeCollection, models } from '../db/models';
 import { sql, statement } from '../db/sql';
 import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
 import { workspaceOf } from './middleware/auth';
-import type { ErrorBody } from './middleware/errorEnvelope';
 import type { AppState } from './state';
 import { runAsItStands } from './runs';
 import { relayRunEvents } from './streaming';
@@ -76,15 +75,9 @@ function respond(ctx: Ctx, outcome: RunOutcome): void {
     ctx.body = outcome.run;
     return;
   }
-  const body: ErrorBody = {
-    // The run's own request id, so every answer about one run (a resumed retry's too) is the same bytes.
-    error: { code: outcome.error.code, message: outcome.error.message, request_id: outcome.run.request_id },
-    id: outcome.run.id,
-    status: outcome.run.status,
-    trace_id: outcome.run.trace_id,
-  };
+  // The run's own request id, so every answer about one run (a resumed retry's too) is the same bytes.
   ctx.status = ERROR_TABLE[outcome.error.code].http;
-  ctx.body = body;
+  ctx.body = errorBody(outcome.error, outcome.run.request_id, outcome.run);
 }
 
 /** The run's outcome, or undefined when it is not over within `ms`. */

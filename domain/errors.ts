@@ -53,4 +53,18 @@ export class ServiceError extends Error {
   }
 }
 
+/** The spec's run error object: the body of every failure, and the data of `response.failed`. */
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; request_id: string };
+  /** Only when the failure ended a run that had started. */
+  id?: string;
+  status?: RunStatus;
+  trace_id?: string;
+}
+
+/** The one builder of that object: the HTTP envelope, a failed run's answer and its stream event all use it. */
+export function errorBody(failure: { code: ErrorCode; message: string }, requestId: string, run?: { id: string; status: RunStatus; trace_id: string }): ErrorBody {
+  return { error: { code: failure.code, message: failure.message, request_id: requestId }, ...(run && { id: run.id, status: run.status, trace_id: run.trace_id }) };
+}
+
 export const invalidRequest = (message: string) => new ServiceError('invalid_request', message);

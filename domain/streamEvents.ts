@@ -1,3 +1,4 @@
+import { errorBody } from './errors';
 import type { RunOutcome } from './runs';
 
 /** The streaming event contract (spec: "Streaming events"), versioned on its own. */
@@ -40,7 +41,7 @@ export function sseFrame(type: string, data: string, id?: string): string {
 export function terminalEvent(outcome: RunOutcome): { type: StreamEventType; data: unknown } {
   const { run, error } = outcome;
   if (error) {
-    return { type: 'response.failed', data: { error: { code: error.code, message: error.message, request_id: run.request_id }, id: run.id, status: run.status, trace_id: run.trace_id } };
+    return { type: 'response.failed', data: errorBody(error, run.request_id, run) };
   }
   if (run.status === 'cancelled') return { type: 'response.cancelled', data: run };
   return { type: 'response.completed', data: run };

@@ -1,14 +1,7 @@
 import type { Context, Middleware } from 'koa';
-import { ServiceError } from '../../domain/errors';
+import { errorBody, ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
 import type { AppState } from '../state';
-
-export interface ErrorBody {
-  error: { code: string; message: string; request_id: string };
-  id?: string;
-  status?: string;
-  trace_id?: string;
-}
 
 /** The one place a failure becomes the spec's error object; anything unexpected discloses nothing. */
 export const errorEnvelope: Middleware<AppState> = async (ctx, next) => {
@@ -27,6 +20,5 @@ export const errorEnvelope: Middleware<AppState> = async (ctx, next) => {
 export function renderFailure(ctx: Context & { state: AppState }, failure: ServiceError): void {
   ctx.status = failure.httpStatus;
   for (const [name, value] of Object.entries(failure.headers)) ctx.set(name, value);
-  const body: ErrorBody = { error: { code: failure.code, message: failure.message, request_id: ctx.state.requestId } };
-  ctx.body = body;
+  ctx.body = errorBody(failure, ctx.state.requestId);
 }
