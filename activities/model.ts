@@ -1,13 +1,12 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { Op } from 'sequelize';
 import type { AgentConfig } from '../domain/agents';
 import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
 import { type Attachment, type Deadline, type OutputItem, type ResponseFormat } from '../domain/runs';
 import { estimateTokens, type Usage } from '../domain/usage';
-import { db } from '../db/sequelize';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';
-import { Message, models } from '../db/models';
+import { recentMessages } from '../db/messages';
+import { addConsumedUsage } from '../db/runs';
 import { assemblePrompt, userContent } from './prompt';
 import { modelProvider } from './providers';
 import { ProviderError, type ChatMessage } from './providers/types';
@@ -55,13 +54,8 @@ function textOf(content: unknown): string {
 
 async function loadHistory(input: GenerateInput): Promise<ChatMessage[]> {
   if (!input.historyFrom || input.config.memory?.enabled === false) return [];
-  models();
-  const rows = await Message.findAll({
-    where: { conversationId: input.historyFrom.conversationId, runId: { [Op.ne]: input.historyFrom.beforeRunKey } },
-    order: [['id', 'DESC']],
-    limit: input.config.memory?.max_messages ?? DEFAULT_HISTORY,
-  });
-  return rows.reverse().map((m): ChatMessage =>
+  const messages = await recentMessages(input.historyFrom.conversationId, input.historyFrom.beforeRunKey, input.config.memory?.max_messages ?? DEFAULT_HISTORY);
+  return messages.map((m): ChatMessage =>
     m.role === 'user'
       ? { role: 'user', content: userContent(m.content as string | Record<string, unknown>, []) }
       : { role: 'assistant', content: textOf(m.content) },
@@ -144,14 +138,5 @@ async function resetStreamedCall(events: RunEvents, input: GenerateInput, attemp
 async function recordConsumed(runId: string, messages: ChatMessage[], streamed: string): Promise<void> {
   const input = messages.reduce((n, m) => n + estimateTokens(m.content ?? ''), 0);
   const output = estimateTokens(streamed);
-  const usage: Usage = { input_tokens: input, output_tokens: output, total_tokens: input + output, cached_tokens: 0 };
-  await db().query(
-    `UPDATE runs SET consumed_usage = jsonb_build_object(
-        'input_tokens', COALESCE((consumed_usage->>'input_tokens')::int, 0) + :input,
-        'output_tokens', COALESCE((consumed_usage->>'output_tokens')::int, 0) + :output,
-        'total_tokens', COALESCE((consumed_usage->>'total_tokens')::int, 0) + :total,
-        'cached_tokens', 0)
-      WHERE public_id = :runId AND status = 'running'`,
-    { replacements: { runId, input: usage.input_tokens, output: usage.output_tokens, total: usage.total_tokens } },
-  );
+  await addConsumedUsage(runId, { input_tokens: input, output_tokens: output, total_tokens: input + output, cached_tokens: 0 });
 }

@@ -6,7 +6,9 @@ import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { creditsFor, ledgerLine } from '../domain/billing';
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
 import { Outbox } from '../db/outbox';
-import { statement, transaction, type Sql } from '../db/sql';
+import { insertMessage } from '../db/messages';
+import { insertRun, lockRun, settleRunRecord, type LockedRun } from '../db/runs';
+import { transaction, type Sql } from '../db/sql';
 import { heartbeating } from './bounded';
 import { callModel, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
@@ -20,66 +22,42 @@ export interface BegunRun {
 
 const outboxOf = (input: RunInput) => new Outbox(input.workspace, { requestId: input.requestId, traceId: input.traceId });
 
-const INSERT_RUN = statement(
-  `INSERT INTO runs (public_id, workspace_id, agent_id, agent_version, conversation_id, kind, status, channel, request_id, trace_id, metadata, resource_id, started_at)
-   VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10, $11, now())
-   RETURNING id`,
-);
-const INSERT_MESSAGE = statement('INSERT INTO messages (public_id, conversation_id, run_id, role, content) VALUES ($1, $2, $3, $4, $5)');
-
-async function writeMessage(sql: Sql, outbox: Outbox, m: { conversation: { id: number; publicId?: string }; runKey: number; role: 'user' | 'assistant'; content: unknown }): Promise<void> {
-  const id = mintId('message');
-  await sql.rows(INSERT_MESSAGE, [id, m.conversation.id, m.runKey, m.role, JSON.stringify(m.content)]);
+async function writeMessage(on: Sql, outbox: Outbox, m: { conversation: { id: number; publicId?: string }; runKey: number; role: 'user' | 'assistant'; content: unknown }): Promise<void> {
+  const id = await insertMessage({ conversationId: m.conversation.id, runKey: m.runKey, role: m.role, content: m.content }, on);
   outbox.add(m.role === 'user' ? 'message.received' : 'message.sent', { id, conversation: m.conversation.publicId, role: m.role });
-}
-
-const FIND_BEGUN = statement(
-  `SELECT r.id AS "runKey", r.status, r.usage, r.consumed_usage AS "consumedUsage",
-          c.id AS "conversationId", c.public_id AS "conversationPublicId", c.internal, c.channel AS "conversationChannel"
-     FROM runs r JOIN conversations c ON c.id = r.conversation_id
-    WHERE r.public_id = $1
-      FOR UPDATE OF r`,
-);
-
-interface BegunRow {
-  runKey: number;
-  status: RunStatus;
-  usage: Usage;
-  consumedUsage: Usage | null;
-  conversationId: number;
-  conversationPublicId: string;
-  internal: boolean;
-  conversationChannel: string;
 }
 
 /**
  * queued → running inside the caller's transaction: the run, its conversation and the caller's
  * message, with their events. Finds (and locks) the run instead when it is already recorded.
  */
-async function recordRun(sql: Sql, input: RunInput): Promise<{ begun: BegunRun; row?: BegunRow }> {
-  const [row] = await sql.rows<BegunRow>(FIND_BEGUN, [input.runId]);
+async function recordRun(sql: Sql, input: RunInput): Promise<{ begun: BegunRun; row?: LockedRun }> {
+  const row = await lockRun(input.runId, sql);
   if (row) return { begun: begunRun(row.runKey, { id: row.conversationId, publicId: row.conversationPublicId, internal: row.internal, channel: row.conversationChannel }), row };
   const outbox = outboxOf(input);
   const conversation = input.conversation
-    ? await conversationById(sql, input.conversation.id)
-    : (await openConversation(sql, { workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: input.kind === 'response' }, outbox)).conversation;
-  const [run] = await sql.rows<{ id: number }>(INSERT_RUN, [
-    input.runId,
-    input.workspace.id,
-    input.agent.id,
-    input.agent.version,
-    conversation.id,
-    input.kind,
-    input.channel,
-    input.requestId,
-    input.traceId,
-    JSON.stringify(input.metadata),
-    input.resourceId ?? null,
-  ]);
-  if (input.kind !== 'response') await writeMessage(sql, outbox, { conversation, runKey: run.id, role: 'user', content: input.input });
+    ? await conversationById(input.conversation.id, sql)
+    : (await openConversation({ workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: input.kind === 'response' }, outbox, sql)).conversation;
+  const runKey = await insertRun(
+    {
+      publicId: input.runId,
+      workspaceId: input.workspace.id,
+      agentId: input.agent.id,
+      agentVersion: input.agent.version,
+      conversationId: conversation.id,
+      kind: input.kind,
+      channel: input.channel,
+      requestId: input.requestId,
+      traceId: input.traceId,
+      metadata: input.metadata,
+      resourceId: input.resourceId ?? null,
+    },
+    sql,
+  );
+  if (input.kind !== 'response') await writeMessage(sql, outbox, { conversation, runKey, role: 'user', content: input.input });
   outbox.add('agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' });
   await outbox.write(sql);
-  return { begun: begunRun(run.id, conversation) };
+  return { begun: begunRun(runKey, conversation) };
 }
 
 /** response.started on the run's stream, announced by whichever step recorded the run. */
@@ -169,22 +147,6 @@ export function runResponse(input: RunInput, begun: BegunRun, fields: { status: 
 }
 
 /**
- * The settlement's writes in one statement: the run's final state, its one ledger line, its log entry
- * and the debit of its credits; the balance comes back for the threshold check.
- */
-const SETTLE = statement(
-  `WITH run AS (
-     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now() WHERE id = $2
-   ), line AS (
-     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) VALUES ($1, $2, $8, $9, $10, $11)
-   ), log AS (
-     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code)
-     VALUES ($12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6)
-   )
-   UPDATE workspaces SET credits = credits - $9 WHERE id = $1 RETURNING credits, usage_threshold AS "usageThreshold"`,
-);
-
-/**
  * running → completed | failed | cancelled | blocked, exactly once: the final status, the ledger line,
  * the balance, the assistant message, the log entry and every event commit together (inside the
  * transaction: the run locked, one settling statement, the message when there is one, the events). A repeated
@@ -202,29 +164,24 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;
     const outbox = outboxOf(input);
     const credits = creditsFor(usage);
-    const [balance] = await sql.rows<{ credits: number; usageThreshold: number | null }>(SETTLE, [
-      input.workspace.id,
-      begun.runKey,
-      // The run: status, output (stateless responses keep a record of the request and its cost, not of
-      // the exchange), usage, error.
-      s.status,
-      input.kind === 'response' ? null : JSON.stringify(s.output),
-      JSON.stringify(usage),
-      s.error?.code ?? null,
-      s.error?.message ?? null,
-      // The ledger line: its line, credits and tokens.
-      ledgerLine(input.channel, begun.conversationChannel),
-      credits,
-      usage.input_tokens,
-      usage.output_tokens,
-      // The log entry: its id, latency, model, the rest of the usage and the tools used.
-      mintId('log'),
-      Math.max(0, Date.now() - input.acceptedAt),
-      s.model,
-      usage.total_tokens,
-      usage.cached_tokens,
-      s.toolNames,
-    ]);
+    const balance = await settleRunRecord(
+      {
+        workspaceId: input.workspace.id,
+        runKey: begun.runKey,
+        status: s.status,
+        // Stateless responses keep a record of the request and its cost, not of the exchange.
+        output: input.kind === 'response' ? null : s.output,
+        usage,
+        error: s.error ?? null,
+        line: ledgerLine(input.channel, begun.conversationChannel),
+        credits,
+        logId: mintId('log'),
+        latencyMs: Math.max(0, Date.now() - input.acceptedAt),
+        model: s.model,
+        toolNames: s.toolNames,
+      },
+      sql,
+    );
     const threshold = balance.usageThreshold;
     if (credits > 0 && threshold !== null && balance.credits + credits > threshold && balance.credits <= threshold) {
       outbox.add('usage.threshold_reached', { workspace: input.workspace.publicId, balance: balance.credits, threshold });

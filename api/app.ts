@@ -3,12 +3,12 @@ import Router from '@koa/router';
 import { errorEnvelope } from './middleware/errorEnvelope';
 import { jsonBody } from './middleware/jsonBody';
 import { requestContext } from './middleware/requestContext';
-import { agentRunsRoutes } from './routes/agentRuns';
-import { conversationsRoutes } from './routes/conversations';
-import { healthRoutes } from './routes/health';
-import { logsRoutes } from './routes/logs';
-import { responsesRoutes } from './routes/responses';
-import { runsRoutes } from './routes/runs';
+import { agentsRoutes } from './routes/agents/agents';
+import { conversationsRoutes } from './routes/conversations/conversations';
+import { healthRoutes } from './routes/health/health';
+import { logsRoutes } from './routes/logs/logs';
+import { responsesRoutes } from './routes/responses/responses';
+import { runsRoutes } from './routes/runs/runs';
 import type { AppState } from './state';
 
 /** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */
@@ -18,7 +18,7 @@ export function createApp(): Koa<AppState> {
   const router = new Router<AppState>();
   healthRoutes(router);
   responsesRoutes(router);
-  agentRunsRoutes(router);
+  agentsRoutes(router);
   conversationsRoutes(router);
   runsRoutes(router);
   logsRoutes(router);

@@ -1,7 +1,7 @@
 import { hashApiKey, looksLikeApiKey } from '../domain/apiKeys';
 import { ServiceError } from '../domain/errors';
 import { isScope, isStaffScope, type Scope } from '../domain/scopes';
-import { sql, statement } from '../db/sql';
+import { findLiveKeyByHash, touchKey } from '../db/apiKeys';
 import type { Principal } from './state';
 
 /** How long a resolved key is trusted before it is read again: revocation takes effect within this. */
@@ -17,47 +17,20 @@ interface Cached {
 const cache = new Map<string, Cached>();
 const lastUsedWritten = new Map<number, number>();
 
-interface KeyRow {
-  key_key: number;
-  key_id: string;
-  kind: 'workspace' | 'partner';
-  environment: 'live' | 'test';
-  scopes: string[];
-  expires_at: Date | null;
-  ws_key: number | null;
-  ws_id: string | null;
-  tenant_ref: string | null;
-  ws_partner: string | null;
-  ptn_key: number | null;
-  ptn_id: string | null;
-}
-
-const LOAD_KEY = statement(
-  `SELECT k.id AS key_key, k.public_id AS key_id, k.kind, k.environment, k.scopes, k.expires_at,
-            w.id AS ws_key, w.public_id AS ws_id, w.tenant_ref, wp.public_id AS ws_partner,
-            p.id AS ptn_key, p.public_id AS ptn_id
-       FROM api_keys k
-       LEFT JOIN workspaces w ON w.id = k.workspace_id
-       LEFT JOIN partners wp ON wp.id = w.partner_id
-       LEFT JOIN partners p ON p.id = k.partner_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-);
-const TOUCH_KEY = statement('UPDATE api_keys SET last_used_at = now() WHERE id = $1');
-
 async function load(hash: string): Promise<Principal | null> {
-  const [row] = await sql.rows<KeyRow>(LOAD_KEY, [hash]);
-  if (!row) return null;
+  const key = await findLiveKeyByHash(hash);
+  if (!key) return null;
   // Staff scopes are never honoured on a customer key, whatever the row says.
-  const scopes = row.scopes.filter((s): s is Scope => isScope(s) && !isStaffScope(s));
+  const scopes = key.scopes.filter((s): s is Scope => isScope(s) && !isStaffScope(s));
   return {
-    keyKey: row.key_key,
-    keyId: row.key_id,
-    kind: row.kind,
-    environment: row.environment,
+    keyKey: key.id,
+    keyId: key.publicId,
+    kind: key.kind,
+    environment: key.environment,
     scopes: new Set(scopes),
-    workspace: row.ws_key === null ? null : { id: row.ws_key, publicId: row.ws_id!, tenantRef: row.tenant_ref, partnerPublicId: row.ws_partner },
-    partner: row.ptn_key === null ? null : { id: row.ptn_key, publicId: row.ptn_id! },
-    expiresAt: row.expires_at ? row.expires_at.getTime() : null,
+    workspace: key.workspace,
+    partner: key.partner,
+    expiresAt: key.expiresAt ? key.expiresAt.getTime() : null,
   };
 }
 
@@ -65,7 +38,7 @@ function touch(principal: Principal, now: number): void {
   const last = lastUsedWritten.get(principal.keyKey) ?? 0;
   if (now - last < LAST_USED_EVERY_MS) return;
   lastUsedWritten.set(principal.keyKey, now);
-  sql.rows(TOUCH_KEY, [principal.keyKey]).catch(() => lastUsedWritten.delete(principal.keyKey));
+  touchKey(principal.keyKey).catch(() => lastUsedWritten.delete(principal.keyKey));
 }
 
 const unauthenticated = () => new ServiceError('authentication_error', 'Missing or invalid credential: send Authorization: Bearer <API key>.');

@@ -1,13 +1,14 @@
 import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
 import { config } from '../infra/config';
-import { chooseConfiguration, type AgentConfig, type AgentStatus, type ConfigurationChoice } from '../domain/agents';
+import { chooseConfiguration, type AgentConfig, type ConfigurationChoice } from '../domain/agents';
 import { ERROR_TABLE, errorBody, ServiceError } from '../domain/errors';
 import { hasPrefix, mintId, mintTraceId } from '../domain/ids';
 import type { RunInput, RunKind, RunOptions, RunOutcome } from '../domain/runs';
 import type { ConversationRecord } from '../db/conversations';
-import { Document, KnowledgeCollection, models } from '../db/models';
-import { sql, statement } from '../db/sql';
+import { findRunnableAgent, type RunnableAgent } from '../db/agents';
+import { documentExists } from '../db/documents';
+import { collectionExists } from '../db/knowledgeCollections';
 import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
 import { workspaceOf } from './middleware/auth';
 import type { AppState } from './state';
@@ -26,29 +27,7 @@ export interface ExecutionTarget {
 
 type Ctx = Context & { state: AppState };
 
-interface ResolvedAgent {
-  id: number;
-  publicId: string;
-  status: AgentStatus;
-  publishedVersion: number;
-  draftChanged: boolean;
-  draftConfig: AgentConfig;
-  publishedConfig: AgentConfig | null;
-  /** The workspace's balance, read with the agent for the billing gate. */
-  credits: number;
-}
-
-/** The agent, its published configuration and the workspace's balance: everything execute() checks, in one round trip. */
-const RESOLVE_AGENT = statement(
-  `SELECT a.id, a.public_id AS "publicId", a.status, a.published_version AS "publishedVersion", a.draft_changed AS "draftChanged",
-          a.draft_config AS "draftConfig", v.config AS "publishedConfig", w.credits
-     FROM agents a
-     JOIN workspaces w ON w.id = a.workspace_id
-     LEFT JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.published_version
-    WHERE a.public_id = $1 AND a.workspace_id = $2`,
-);
-
-function configurationFor(agent: ResolvedAgent, choice: ConfigurationChoice): { version: number; config: AgentConfig } {
+function configurationFor(agent: RunnableAgent, choice: ConfigurationChoice): { version: number; config: AgentConfig } {
   if (choice === 'draft') return { version: agent.publishedVersion + (agent.draftChanged ? 1 : 0), config: agent.draftConfig };
   if (!agent.publishedConfig) throw new ServiceError('agent_not_available', 'Agent has no published version.');
   return { version: agent.publishedVersion, config: agent.publishedConfig };
@@ -60,11 +39,9 @@ function configurationFor(agent: ResolvedAgent, choice: ConfigurationChoice): { 
  */
 async function requireReachable(workspaceId: number, resourceId: unknown): Promise<string | undefined> {
   if (resourceId === undefined) return undefined;
-  models();
   const id = String(resourceId);
-  const model = hasPrefix('document', id) ? Document : hasPrefix('collection', id) ? KnowledgeCollection : undefined;
-  const found = model && (await (model as typeof Document).findOne({ where: { publicId: id, workspaceId }, attributes: ['id'] }));
-  if (!found) throw new ServiceError('invalid_context', 'request_context.resource_id names a resource this credential cannot reach.');
+  const exists = hasPrefix('document', id) ? documentExists : hasPrefix('collection', id) ? collectionExists : undefined;
+  if (!exists || !(await exists(workspaceId, id))) throw new ServiceError('invalid_context', 'request_context.resource_id names a resource this credential cannot reach.');
   return id;
 }
 
@@ -126,7 +103,7 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
 
   const principal = ctx.state.principal!;
   const workspace = workspaceOf(principal);
-  const [agent] = await sql.rows<ResolvedAgent>(RESOLVE_AGENT, [target.agentPublicId, workspace.id]);
+  const agent = await findRunnableAgent(workspace.id, target.agentPublicId);
   if (!agent) throw notFound('agent_not_found');
   const choice = chooseConfiguration(agent.status, request.options.preview, principal.scopes.has('agent:preview'));
   const { version, config } = configurationFor(agent, choice);

@@ -1,8 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Op, QueryTypes } from 'sequelize';
 import { now } from '../domain/clock';
-import { IdempotencyKey, models } from '../db/models';
-import { db } from '../db/sequelize';
+import { claimKey, completeKey, findLiveKey, purgeExpiredKeys, recordRecoveryPoint, releaseKey } from '../db/idempotencyKeys';
 
 /** A finished request replays for this long (spec: 24 hours). */
 export const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -63,14 +61,8 @@ export const fingerprintOf = (method: string, url: string, rawBody: Buffer) => s
 let lastPurge = Number.NEGATIVE_INFINITY;
 
 /** Deletes up to a batch of expired rows (finished past replay, or claims past release); returns how many. */
-export async function purgeExpired(at = now()): Promise<number> {
-  const deleted = await db().query(
-    `DELETE FROM idempotency_keys WHERE id IN (
-       SELECT id FROM idempotency_keys WHERE expires_at <= :at ORDER BY expires_at LIMIT :batch FOR UPDATE SKIP LOCKED)
-     RETURNING id`,
-    { replacements: { at: new Date(at), batch: PURGE_BATCH }, type: QueryTypes.SELECT },
-  );
-  return deleted.length;
+export function purgeExpired(at = now()): Promise<number> {
+  return purgeExpiredKeys(new Date(at), PURGE_BATCH);
 }
 
 async function purgeNowAndThen(at: number): Promise<void> {
@@ -79,60 +71,20 @@ async function purgeNowAndThen(at: number): Promise<void> {
   await purgeExpired(at);
 }
 
-/**
- * Claims the key in one statement: a new key is inserted; an expired row (a finished request past
- * its replay window, or a claim past its 15 minutes) is taken over in place. Row locking under
- * ON CONFLICT makes exactly one of any number of concurrent callers the owner.
- */
-async function tryClaim(scopeHash: string, scope: IdempotencyScope, fingerprint: string, at: number): Promise<string | undefined> {
-  const token = randomUUID();
-  const rows = await db().query<{ claim_token: string }>(
-    `INSERT INTO idempotency_keys AS k (scope_hash, endpoint, api_key_id, fingerprint, state, claim_token, created_at, expires_at)
-     VALUES (:scopeHash, :endpoint, :apiKeyKey, :fingerprint, 'in_flight', :token, :at, :releaseAt)
-     ON CONFLICT (scope_hash) DO UPDATE
-       SET fingerprint = EXCLUDED.fingerprint, state = 'in_flight', claim_token = EXCLUDED.claim_token, kind = NULL,
-           run_public_id = NULL, response_status = NULL, response_headers = NULL, response_body = NULL,
-           created_at = EXCLUDED.created_at, completed_at = NULL, expires_at = EXCLUDED.expires_at
-       WHERE k.expires_at <= :at
-     RETURNING claim_token`,
-    {
-      replacements: { scopeHash, endpoint: scope.endpoint, apiKeyKey: scope.apiKeyKey, fingerprint, token, at: new Date(at), releaseAt: new Date(at + CLAIM_TIMEOUT_MS) },
-      type: QueryTypes.SELECT,
-    },
-  );
-  return rows[0]?.claim_token === token ? token : undefined;
-}
-
 function owned(scopeHash: string, token: string, resumed?: string): OwnedClaim {
-  const where = { scopeHash, claimToken: token };
   return {
     outcome: 'claimed',
     resumed,
     async begin(resourceId) {
       // Kept for the whole replay window: a retry within it attaches instead of beginning again.
-      const [updated] = await IdempotencyKey.update({ runPublicId: resourceId, expiresAt: new Date(now() + REPLAY_WINDOW_MS) }, { where: { ...where, state: 'in_flight' } });
-      if (updated !== 1) throw new Error('the idempotency claim was lost before the request began its work');
+      const recorded = await recordRecoveryPoint(scopeHash, token, resourceId, new Date(now() + REPLAY_WINDOW_MS));
+      if (!recorded) throw new Error('the idempotency claim was lost before the request began its work');
     },
     async complete(response) {
       const at = now();
-      await IdempotencyKey.update(
-        {
-          state: 'completed',
-          kind: response.kind,
-          runPublicId: response.runId,
-          responseStatus: response.status,
-          responseHeaders: response.headers,
-          responseBody: response.body,
-          completedAt: new Date(at),
-          expiresAt: new Date(at + REPLAY_WINDOW_MS),
-        },
-        // A resumed request and the original may both finish: the first to store its answer wins.
-        { where: { ...where, state: 'in_flight' } },
-      );
+      await completeKey(scopeHash, token, { ...response, at: new Date(at), replayUntil: new Date(at + REPLAY_WINDOW_MS) });
     },
-    async release() {
-      await IdempotencyKey.destroy({ where: { ...where, runPublicId: null } });
-    },
+    release: () => releaseKey(scopeHash, token),
   };
 }
 
@@ -142,21 +94,21 @@ function owned(scopeHash: string, token: string, resumed?: string): OwnedClaim {
  * a different request or by one that has not begun anything yet.
  */
 export async function claim(scope: IdempotencyScope, fingerprint: string): Promise<Claim> {
-  models();
   const scopeHash = scopeHashOf(scope);
   const at = now();
   await purgeNowAndThen(at);
   // The existing row can vanish between the two statements (released or purged): then claim again.
   for (let attempt = 0; attempt < 3; attempt++) {
-    const token = await tryClaim(scopeHash, scope, fingerprint, at);
-    if (token) return owned(scopeHash, token);
-    const row = await IdempotencyKey.findOne({ where: { scopeHash, expiresAt: { [Op.gt]: new Date(at) } } });
+    const token = randomUUID();
+    const claimed = await claimKey({ scopeHash, endpoint: scope.endpoint, apiKeyKey: scope.apiKeyKey, fingerprint, token, at: new Date(at), releaseAt: new Date(at + CLAIM_TIMEOUT_MS) });
+    if (claimed) return owned(scopeHash, token);
+    const row = await findLiveKey(scopeHash, new Date(at));
     if (!row) continue;
     if (row.fingerprint !== fingerprint) return { outcome: 'conflict', reason: 'different_request' };
     if (row.state === 'in_flight') return row.runPublicId ? owned(scopeHash, row.claimToken, row.runPublicId) : { outcome: 'conflict', reason: 'in_flight' };
     return {
       outcome: 'replay',
-      response: { kind: row.kind!, status: row.responseStatus!, headers: row.responseHeaders ?? {}, body: row.responseBody ?? Buffer.alloc(0), runId: row.runPublicId ?? null },
+      response: { kind: row.kind!, status: row.responseStatus!, headers: row.responseHeaders ?? {}, body: row.responseBody ?? Buffer.alloc(0), runId: row.runPublicId },
     };
   }
   return { outcome: 'conflict', reason: 'in_flight' };

@@ -1,8 +1,6 @@
 import type { Scope } from '../domain/scopes';
 import type { KeyKind } from '../domain/apiKeys';
-import type { Conversation } from '../db/models';
-import type { CreateConversation } from './validation/conversation';
-import type { ExecutionRequest } from './validation/runtimeInput';
+import type { ConversationRecord } from '../db/conversations';
 
 /** Who is calling: resolved from the credential only, never from the body. */
 export interface Principal {
@@ -22,12 +20,12 @@ export interface AppState {
   runId?: string;
   principal?: Principal;
   rawBody?: Buffer;
-  /** The validated body of an execution request, parsed before authentication. */
-  execution?: ExecutionRequest;
-  conversationRequest?: CreateConversation;
-  /** The conversation a message is posted to, looked up once per request. */
-  conversation?: Conversation;
-  messagePage?: { after?: string; limit?: number };
+  /** What validate() parsed from the request (its declared parts); the handler reads only this. */
+  input?: unknown;
+  /** The endpoint's declared name (authorize()): rate limits and idempotency keys are scoped by it. */
+  endpoint?: string;
+  /** The conversation a request names, looked up once (null: none in this workspace). */
+  conversation?: ConversationRecord | null;
   /** Set by idempotent(): what an earlier attempt of this request began, and how to record what this one begins. */
   recovery?: RecoveryPoint;
   /** The answer is not the request's outcome yet (its work goes on): idempotent() does not store it. */

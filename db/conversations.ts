@@ -1,6 +1,7 @@
+import { conversationObject, type ConversationView } from '../domain/conversations';
 import { mintId } from '../domain/ids';
 import type { Outbox, Tenant } from './outbox';
-import { statement, type Sql } from './sql';
+import { sql, statement, type Sql } from './sql';
 
 export interface OpenConversation {
   workspace: Tenant;
@@ -10,36 +11,34 @@ export interface OpenConversation {
   internal?: boolean;
 }
 
-/** A conversation row, as the run and the conversation endpoints need it. */
-export interface ConversationRecord {
+/** A conversation row with its agent's public id, as the runs and the conversation endpoints need it. */
+export interface ConversationRecord extends ConversationView {
   id: number;
-  publicId: string;
   agentId: number | null;
-  channel: string;
-  externalRef: string | null;
   internal: boolean;
-  createdAt: Date;
 }
 
-const COLUMNS = 'id, public_id AS "publicId", agent_id AS "agentId", channel, external_ref AS "externalRef", internal, created_at AS "createdAt"';
+const COLUMNS = `c.id, c.public_id AS "publicId", c.agent_id AS "agentId", a.public_id AS "agentPublicId", c.channel,
+  c.external_ref AS "externalRef", c.internal, c.created_at AS "createdAt"`;
 
 // The (workspace, external_ref) unique index makes concurrent resolutions agree on one row; the
 // no-op update lets RETURNING report the row either way, and xmax tells whether it was inserted.
 const OPEN = statement(
-  `INSERT INTO conversations (public_id, workspace_id, agent_id, channel, external_ref, internal)
-   VALUES ($1, $2, $3, $4, $5, $6)
-   ON CONFLICT (workspace_id, external_ref) DO UPDATE SET external_ref = EXCLUDED.external_ref
-   RETURNING ${COLUMNS}, (xmax = 0) AS inserted`,
+  `WITH c AS (
+     INSERT INTO conversations (public_id, workspace_id, agent_id, channel, external_ref, internal)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (workspace_id, external_ref) DO UPDATE SET external_ref = EXCLUDED.external_ref
+     RETURNING *, (xmax = 0) AS inserted
+   )
+   SELECT ${COLUMNS}, c.inserted FROM c LEFT JOIN agents a ON a.id = c.agent_id`,
 );
-
-const BY_ID = statement(`SELECT ${COLUMNS} FROM conversations WHERE id = $1`);
 
 /**
  * Opens a conversation, or finds the one its external_ref already names. A newly opened public
  * conversation adds conversation.created to the change's outbox.
  */
-export async function openConversation(sql: Sql, o: OpenConversation, outbox: Outbox): Promise<{ conversation: ConversationRecord; created: boolean }> {
-  const [{ inserted, ...conversation }] = await sql.rows<ConversationRecord & { inserted: boolean }>(OPEN, [
+export async function openConversation(o: OpenConversation, outbox: Outbox, on: Sql = sql): Promise<{ conversation: ConversationRecord; created: boolean }> {
+  const [{ inserted, ...conversation }] = await on.rows<ConversationRecord & { inserted: boolean }>(OPEN, [
     mintId('conversation'),
     o.workspace.id,
     o.agent?.id ?? null,
@@ -47,23 +46,24 @@ export async function openConversation(sql: Sql, o: OpenConversation, outbox: Ou
     o.externalRef ?? null,
     o.internal ?? false,
   ]);
-  if (inserted && !conversation.internal) outbox.add('conversation.created', conversationObject(conversation, o.agent?.publicId ?? null));
+  if (inserted && !conversation.internal) outbox.add('conversation.created', conversationObject(conversation));
   return { conversation, created: inserted };
 }
 
-export async function conversationById(sql: Sql, id: number): Promise<ConversationRecord> {
-  const [conversation] = await sql.rows<ConversationRecord>(BY_ID, [id]);
+const BY_ID = statement(`SELECT ${COLUMNS} FROM conversations c LEFT JOIN agents a ON a.id = c.agent_id WHERE c.id = $1`);
+
+export async function conversationById(id: number, on: Sql = sql): Promise<ConversationRecord> {
+  const [conversation] = await on.rows<ConversationRecord>(BY_ID, [id]);
   return conversation;
 }
 
-/** The public conversation object. */
-export function conversationObject(c: Pick<ConversationRecord, 'publicId' | 'channel' | 'externalRef' | 'createdAt'>, agentPublicId: string | null): Record<string, unknown> {
-  return {
-    id: c.publicId,
-    object: 'conversation',
-    agent: agentPublicId,
-    channel: c.channel,
-    external_ref: c.externalRef ?? null,
-    created_at: c.createdAt.toISOString(),
-  };
+const PUBLIC_IN_WORKSPACE = statement(
+  `SELECT ${COLUMNS} FROM conversations c LEFT JOIN agents a ON a.id = c.agent_id
+    WHERE c.public_id = $1 AND c.workspace_id = $2 AND NOT c.internal`,
+);
+
+/** A public conversation of this workspace; internal ones (behind stateless /responses) are never reachable by id. */
+export async function findPublicConversation(workspaceId: number, publicId: string, on: Sql = sql): Promise<ConversationRecord | undefined> {
+  const [row] = await on.rows<ConversationRecord>(PUBLIC_IN_WORKSPACE, [publicId, workspaceId]);
+  return row;
 }

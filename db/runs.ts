@@ -1,8 +1,137 @@
-import { QueryTypes } from 'sequelize';
 import type { RunStatus } from '../domain/errors';
 import type { OutputItem, RunKind } from '../domain/runs';
 import type { Usage } from '../domain/usage';
-import { db } from './sequelize';
+import { sql, statement, type Sql } from './sql';
+
+/**
+ * The runs table: every write to it is here. A run is inserted when a worker takes it up
+ * (queued → running), gathers the usage of calls cut short, and is settled once, together with its
+ * ledger line, its log entry and the debit of its workspace.
+ */
+
+const INSERT = statement(
+  `INSERT INTO runs (public_id, workspace_id, agent_id, agent_version, conversation_id, kind, status, channel, request_id, trace_id, metadata, resource_id, started_at)
+   VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10, $11, now())
+   RETURNING id`,
+);
+
+export interface NewRun {
+  publicId: string;
+  workspaceId: number;
+  agentId: number;
+  agentVersion: number;
+  conversationId: number;
+  kind: RunKind;
+  channel: string;
+  requestId: string;
+  traceId: string;
+  metadata: Record<string, unknown>;
+  resourceId: string | null;
+}
+
+/** Records a run as running; returns its key. */
+export async function insertRun(r: NewRun, on: Sql = sql): Promise<number> {
+  const [run] = await on.rows<{ id: number }>(INSERT, [
+    r.publicId, r.workspaceId, r.agentId, r.agentVersion, r.conversationId, r.kind, r.channel, r.requestId, r.traceId, JSON.stringify(r.metadata), r.resourceId,
+  ]);
+  return run.id;
+}
+
+/** A recorded run, locked for its settlement, with its conversation. */
+export interface LockedRun {
+  runKey: number;
+  status: RunStatus;
+  usage: Usage;
+  consumedUsage: Usage | null;
+  conversationId: number;
+  conversationPublicId: string;
+  internal: boolean;
+  conversationChannel: string;
+}
+
+const LOCK = statement(
+  `SELECT r.id AS "runKey", r.status, r.usage, r.consumed_usage AS "consumedUsage",
+          c.id AS "conversationId", c.public_id AS "conversationPublicId", c.internal, c.channel AS "conversationChannel"
+     FROM runs r JOIN conversations c ON c.id = r.conversation_id
+    WHERE r.public_id = $1
+      FOR UPDATE OF r`,
+);
+
+/** Locks the run (inside the caller's transaction); undefined when it was never recorded. */
+export async function lockRun(publicId: string, on: Sql): Promise<LockedRun | undefined> {
+  const [row] = await on.rows<LockedRun>(LOCK, [publicId]);
+  return row;
+}
+
+/**
+ * The settlement's writes in one statement: the run's final state, its one ledger line, its log entry
+ * and the debit of its credits; the balance comes back for the threshold check.
+ */
+const SETTLE = statement(
+  `WITH run AS (
+     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now() WHERE id = $2
+   ), line AS (
+     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) VALUES ($1, $2, $8, $9, $10, $11)
+   ), log AS (
+     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code)
+     VALUES ($12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6)
+   )
+   UPDATE workspaces SET credits = credits - $9 WHERE id = $1 RETURNING credits, usage_threshold AS "usageThreshold"`,
+);
+
+export interface RunSettlement {
+  workspaceId: number;
+  runKey: number;
+  status: Exclude<RunStatus, 'queued' | 'running'>;
+  /** null keeps no copy of the exchange (stateless responses). */
+  output: OutputItem[] | null;
+  usage: Usage;
+  error: { code: string; message: string } | null;
+  line: string;
+  credits: number;
+  logId: string;
+  latencyMs: number;
+  model: string;
+  toolNames: string[];
+}
+
+/** Settles a locked run (inside the caller's transaction); returns the workspace's new balance and threshold. */
+export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ credits: number; usageThreshold: number | null }> {
+  const [balance] = await on.rows<{ credits: number; usageThreshold: number | null }>(SETTLE, [
+    s.workspaceId,
+    s.runKey,
+    s.status,
+    s.output === null ? null : JSON.stringify(s.output),
+    JSON.stringify(s.usage),
+    s.error?.code ?? null,
+    s.error?.message ?? null,
+    s.line,
+    s.credits,
+    s.usage.input_tokens,
+    s.usage.output_tokens,
+    s.logId,
+    s.latencyMs,
+    s.model,
+    s.usage.total_tokens,
+    s.usage.cached_tokens,
+    s.toolNames,
+  ]);
+  return balance;
+}
+
+const ADD_CONSUMED = statement(
+  `UPDATE runs SET consumed_usage = jsonb_build_object(
+      'input_tokens', COALESCE((consumed_usage->>'input_tokens')::int, 0) + $2,
+      'output_tokens', COALESCE((consumed_usage->>'output_tokens')::int, 0) + $3,
+      'total_tokens', COALESCE((consumed_usage->>'total_tokens')::int, 0) + $4,
+      'cached_tokens', 0)
+    WHERE public_id = $1 AND status = 'running'`,
+);
+
+/** Adds what a call cut short consumed (it reported nothing); the settlement bills it. */
+export async function addConsumedUsage(publicId: string, usage: Usage, on: Sql = sql): Promise<void> {
+  await on.rows(ADD_CONSUMED, [publicId, usage.input_tokens, usage.output_tokens, usage.total_tokens]);
+}
 
 export interface RunRow {
   public_id: string;
@@ -19,15 +148,16 @@ export interface RunRow {
   trace_id: string;
 }
 
+const IN_WORKSPACE = statement(
+  `SELECT r.public_id, r.status, r.kind, a.public_id AS agent, r.agent_version, c.public_id AS conversation, c.internal,
+          r.output, r.usage, r.metadata, r.request_id, r.trace_id
+     FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
+    WHERE r.public_id = $1 AND r.workspace_id = $2`,
+);
+
 /** A recorded run, scoped to a workspace: another workspace's run is as absent as a missing one. */
-export async function findRun(workspaceId: number, publicId: string): Promise<RunRow | undefined> {
-  const [row] = await db().query<RunRow>(
-    `SELECT r.public_id, r.status, r.kind, a.public_id AS agent, r.agent_version, c.public_id AS conversation, c.internal,
-            r.output, r.usage, r.metadata, r.request_id, r.trace_id
-       FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
-      WHERE r.public_id = :publicId AND r.workspace_id = :workspaceId`,
-    { replacements: { publicId, workspaceId }, type: QueryTypes.SELECT },
-  );
+export async function findRun(workspaceId: number, publicId: string, on: Sql = sql): Promise<RunRow | undefined> {
+  const [row] = await on.rows<RunRow>(IN_WORKSPACE, [publicId, workspaceId]);
   return row;
 }
 
@@ -44,21 +174,22 @@ export interface OpenRun {
   agent: { id: number; publicId: string; version: number };
 }
 
+const OPEN_OLDER_THAN = statement(
+  `SELECT r.public_id, r.kind, r.channel, r.request_id, r.trace_id, r.metadata, r.created_at, r.agent_version,
+          w.id AS workspace_id, w.public_id AS workspace_public_id, w.tenant_ref, p.public_id AS partner_public_id,
+          a.id AS agent_id, a.public_id AS agent_public_id
+     FROM runs r
+     JOIN workspaces w ON w.id = r.workspace_id
+     JOIN agents a ON a.id = r.agent_id
+     LEFT JOIN partners p ON p.id = w.partner_id
+    WHERE r.status IN ('queued', 'running') AND coalesce(r.started_at, r.created_at) < now() - make_interval(secs => $1)
+    ORDER BY r.id
+    LIMIT $2`,
+);
+
 /** Open runs that began at least `minAgeMs` ago, oldest first. */
-export async function openRunsOlderThan(minAgeMs: number, limit: number): Promise<OpenRun[]> {
-  const rows = await db().query<Record<string, any>>(
-    `SELECT r.public_id, r.kind, r.channel, r.request_id, r.trace_id, r.metadata, r.created_at, r.agent_version,
-            w.id AS workspace_id, w.public_id AS workspace_public_id, w.tenant_ref, p.public_id AS partner_public_id,
-            a.id AS agent_id, a.public_id AS agent_public_id
-       FROM runs r
-       JOIN workspaces w ON w.id = r.workspace_id
-       JOIN agents a ON a.id = r.agent_id
-       LEFT JOIN partners p ON p.id = w.partner_id
-      WHERE r.status IN ('queued', 'running') AND coalesce(r.started_at, r.created_at) < now() - make_interval(secs => :minAgeS)
-      ORDER BY r.id
-      LIMIT :limit`,
-    { replacements: { minAgeS: minAgeMs / 1000, limit }, type: QueryTypes.SELECT },
-  );
+export async function openRunsOlderThan(minAgeMs: number, limit: number, on: Sql = sql): Promise<OpenRun[]> {
+  const rows = await on.rows<Record<string, any>>(OPEN_OLDER_THAN, [minAgeMs / 1000, limit]);
   return rows.map((r) => ({
     runId: r.public_id,
     kind: r.kind,
@@ -67,7 +198,7 @@ export async function openRunsOlderThan(minAgeMs: number, limit: number): Promis
     traceId: r.trace_id,
     metadata: r.metadata,
     createdAt: r.created_at,
-    workspace: { id: Number(r.workspace_id), publicId: r.workspace_public_id, tenantRef: r.tenant_ref, partnerPublicId: r.partner_public_id },
-    agent: { id: Number(r.agent_id), publicId: r.agent_public_id, version: r.agent_version },
+    workspace: { id: r.workspace_id, publicId: r.workspace_public_id, tenantRef: r.tenant_ref, partnerPublicId: r.partner_public_id },
+    agent: { id: r.agent_id, publicId: r.agent_public_id, version: r.agent_version },
   }));
 }

@@ -20,12 +20,17 @@ export function statement(text: string): Statement {
 /** Runs statements on one connection. JSON values must be passed through JSON.stringify (pg would send arrays as SQL arrays). */
 export interface Sql {
   rows<T>(s: Statement, values: unknown[]): Promise<T[]>;
+  /** How many rows a write touched. */
+  rowCount(s: Statement, values: unknown[]): Promise<number>;
 }
 
 function on(client: Client): Sql {
   return {
     async rows<T>(s: Statement, values: unknown[]) {
       return (await client.query({ name: s.name, text: s.text, values })).rows as T[];
+    },
+    async rowCount(s: Statement, values: unknown[]) {
+      return (await client.query({ name: s.name, text: s.text, values })).rowCount ?? 0;
     },
   };
 }
@@ -53,7 +58,15 @@ async function borrow<T>(work: (client: Client) => Promise<T>): Promise<T> {
 /** One statement on a pooled connection. */
 export const sql: Sql = {
   rows: (s, values) => borrow((client) => on(client).rows(s, values)),
+  rowCount: (s, values) => borrow((client) => on(client).rowCount(s, values)),
 };
+
+const PING = statement('SELECT 1');
+
+/** Whether PostgreSQL answers (readiness). */
+export async function ping(): Promise<void> {
+  await sql.rows(PING, []);
+}
 
 /** Runs `work` in one transaction on one connection: committed when it resolves, rolled back when it throws. */
 export function transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {

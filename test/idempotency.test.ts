@@ -277,7 +277,7 @@ describe('declared on other endpoints', () => {
     const app = new Koa<AppState>();
     app.silent = true;
     const router = new Router<AppState>();
-    router.post('/api/v2/jobs', authorize({ scopes: ['jobs:create'], endpoint: 'jobs' }), idempotent({ endpoint: 'jobs', marker: 'Idempotent-Replay' }), (ctx) => {
+    router.post('/api/v2/jobs', authorize({ scopes: ['jobs:create'], endpoint: 'jobs' }), idempotent('Idempotent-Replay'), (ctx) => {
       if (failNext) {
         failNext = false;
         throw new Error('boom');
@@ -287,12 +287,12 @@ describe('declared on other endpoints', () => {
       ctx.set('Location', `/api/v2/jobs/job_${executions.jobs}`);
       ctx.body = { id: `job_${executions.jobs}`, status: 'queued' };
     });
-    router.post('/api/v2/slow', authorize({ scopes: ['jobs:create'], endpoint: 'slow' }), idempotent({ endpoint: 'slow', marker: 'Idempotent-Replay' }), async (ctx) => {
+    router.post('/api/v2/slow', authorize({ scopes: ['jobs:create'], endpoint: 'slow' }), idempotent('Idempotent-Replay'), async (ctx) => {
       const n = ++executions.slow;
       if (n === 1) await firstSlowMayFinish;
       ctx.body = { n };
     });
-    router.post('/api/v2/reports', authorize({ scopes: ['reports:create'], endpoint: 'reports' }), idempotent({ endpoint: 'reports', marker: 'Idempotent-Replay' }), (ctx) => {
+    router.post('/api/v2/reports', authorize({ scopes: ['reports:create'], endpoint: 'reports' }), idempotent('Idempotent-Replay'), (ctx) => {
       executions.reports += 1;
       ctx.status = 201;
       ctx.body = { id: 'rpt_1' };

@@ -8,17 +8,17 @@ import { enforceRateLimit } from './rateLimit';
 /** Reads change nothing and spend nothing: without Redis they are served uncounted (README, "Rate limits"). */
 const READS = new Set(['GET', 'HEAD']);
 
-type Finder = (ctx: Context & { state: AppState }) => string | undefined | Promise<string | undefined>;
+type Finder<S> = (ctx: Context & { state: S }) => string | undefined | Promise<string | undefined>;
 
-export interface Authorization {
+export interface Authorization<S extends AppState> {
   /** Any one of them admits. */
   scopes: readonly [Scope, ...Scope[]];
   /** The endpoint's name in the tenant + endpoint rate-limit dimension, short snake_case. */
   endpoint: string;
   /** The agent the request names, before it is resolved; absent, the agent dimension is skipped. */
-  agent?: Finder;
+  agent?: Finder<S>;
   /** The end user the request names (the spec's "principal"); absent, that dimension is skipped. */
-  endUser?: Finder;
+  endUser?: Finder<S>;
 }
 
 /**
@@ -28,29 +28,20 @@ export interface Authorization {
  * workspace ("all calls with one key", "whole workspace, all surfaces"). A call refused at any step
  * is not counted.
  */
-export function authorize(a: Authorization): Middleware<AppState> {
-  const admit = scope(...a.scopes);
-  return (ctx, next) =>
-    admit(ctx, async () => {
-      const principal = ctx.state.principal!;
-      const subject = {
-        credential: principal.keyId,
-        tenant: workspaceOf(principal).publicId,
-        endpoint: a.endpoint,
-        agent: await a.agent?.(ctx),
-        endUser: await a.endUser?.(ctx),
-      };
-      await enforceRateLimit(subject, ctx.state.requestId, { failOpen: READS.has(ctx.method) });
-      await next();
-    });
-}
-
-/** Authenticates the bearer credential and requires one of the scopes: 401, then 403 naming them. */
-function scope(...accepted: [Scope, ...Scope[]]): Middleware<AppState> {
+export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S> {
   return async (ctx, next) => {
     const principal = await authenticate(ctx.get('Authorization'));
-    requireScope(principal, accepted);
+    requireScope(principal, a.scopes);
     ctx.state.principal = principal;
+    ctx.state.endpoint = a.endpoint;
+    const subject = {
+      credential: principal.keyId,
+      tenant: workspaceOf(principal).publicId,
+      endpoint: a.endpoint,
+      agent: await a.agent?.(ctx),
+      endUser: await a.endUser?.(ctx),
+    };
+    await enforceRateLimit(subject, ctx.state.requestId, { failOpen: READS.has(ctx.method) });
     await next();
   };
 }

@@ -1,5 +1,6 @@
 import type { Context, Middleware } from 'koa';
-import { invalidRequest, ServiceError } from '../../domain/errors';
+import * as yup from 'yup';
+import { ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
 import { claim, fingerprintOf, type StoredResponse } from '../idempotency';
 import type { AppState } from '../state';
@@ -8,12 +9,13 @@ import { renderFailure } from './errorEnvelope';
 /** Spec: an Idempotency-Key is at most 255 characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
-export interface IdempotencyDeclaration {
-  /** The endpoint's name: one of the three parts a key is scoped by. */
-  endpoint: string;
-  /** The replay marker header; its spelling differs per endpoint in the spec. */
-  marker: 'Idempotency-Replayed' | 'Idempotent-Replay';
-}
+/** The header an idempotent endpoint validates with the rest of its request (before authentication). */
+export const IDEMPOTENCY_HEADERS = yup.object({
+  'idempotency-key': yup.string().max(MAX_IDEMPOTENCY_KEY_LENGTH, `Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`),
+});
+
+/** The replay marker header; its spelling differs per endpoint in the spec. */
+export type ReplayMarker = 'Idempotency-Replayed' | 'Idempotent-Replay';
 
 type Ctx = Context & { state: AppState };
 
@@ -64,19 +66,19 @@ function replay(ctx: Ctx, response: StoredResponse, marker: string): void {
 }
 
 /**
- * Declares an endpoint idempotent under the Idempotency-Key header. Placed after authentication and
- * rate limiting and before anything is resolved, spent or started (DESIGN.md §4).
+ * Declares an endpoint idempotent under the Idempotency-Key header, answering replays with `marker`.
+ * Placed after authorize() (the key is scoped by its endpoint name and credential) and before
+ * anything is resolved, spent or started (DESIGN.md §4); the endpoint validates IDEMPOTENCY_HEADERS.
  */
-export function idempotent(declaration: IdempotencyDeclaration): Middleware<AppState> {
+export function idempotent(marker: ReplayMarker): Middleware<AppState> {
   return async (ctx, next) => {
     const key = ctx.get('Idempotency-Key');
     if (key === '') return next();
-    if (key.length > MAX_IDEMPOTENCY_KEY_LENGTH) throw invalidRequest(`Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`);
-    const principal = ctx.state.principal;
-    if (!principal) throw new Error(`idempotent(${declaration.endpoint}) is declared before authentication`);
+    const { principal, endpoint } = ctx.state;
+    if (!principal || !endpoint) throw new Error('idempotent() is declared before authorize()');
 
     const decision = await claim(
-      { endpoint: declaration.endpoint, environment: principal.environment, apiKeyKey: principal.keyKey, apiKeyId: principal.keyId, key },
+      { endpoint, environment: principal.environment, apiKeyKey: principal.keyKey, apiKeyId: principal.keyId, key },
       fingerprintOf(ctx.method, ctx.originalUrl, ctx.state.rawBody ?? Buffer.alloc(0)),
     );
     if (decision.outcome === 'conflict') {
@@ -88,16 +90,16 @@ export function idempotent(declaration: IdempotencyDeclaration): Middleware<AppS
       );
     }
     if (decision.outcome === 'replay') {
-      if (decision.response.kind === 'body') return replay(ctx, decision.response, declaration.marker);
+      if (decision.response.kind === 'body') return replay(ctx, decision.response, marker);
       // A streamed answer was not stored: it is replayed by following what it began (the run's events) again.
-      ctx.set(declaration.marker, 'true');
+      ctx.set(marker, 'true');
       ctx.state.recovery = { resumed: decision.response.runId ?? undefined, begin: () => Promise.reject(new Error('a replayed request begins nothing')) };
       return next();
     }
 
     ctx.state.recovery = { resumed: decision.resumed, begin: (id) => decision.begin(id) };
     // Resuming is answering the same request again: marked like a replay.
-    if (decision.resumed) ctx.set(declaration.marker, 'true');
+    if (decision.resumed) ctx.set(marker, 'true');
     try {
       await next();
     } catch (err) {

@@ -1,7 +1,7 @@
 import * as yup from 'yup';
 import { invalidRequest } from '../../domain/errors';
 import type { Attachment, ResponseFormat, RunInput, RunOptions } from '../../domain/runs';
-import { validated } from './validate';
+import { validated } from '../middleware/validate';
 import { schemaProblem } from '../../domain/structuredOutput';
 
 /** Options callers may never set, with the reason the service decides them itself. */

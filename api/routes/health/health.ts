@@ -1,9 +1,9 @@
 import Router from '@koa/router';
-import { db } from '../../db/sequelize';
-import { redis } from '../../db/redis';
-import { temporal } from '../../infra/temporalClient';
-import { isShuttingDown } from '../shutdown';
-import type { AppState } from '../state';
+import { ping } from '../../../db/sql';
+import { redis } from '../../../db/redis';
+import { temporal } from '../../../infra/temporalClient';
+import { isShuttingDown } from '../../shutdown';
+import type { AppState } from '../../state';
 
 const CHECK_TIMEOUT_MS = 2000;
 
@@ -37,7 +37,7 @@ export function healthRoutes(router: Router<AppState>): void {
       return;
     }
     const [postgres, redisStatus, temporalStatus] = await Promise.all([
-      check(() => db().query('SELECT 1')),
+      check(ping),
       check(() => redis().ping()),
       check(async () => (await temporal()).workflowService.getSystemInfo({})),
     ]);

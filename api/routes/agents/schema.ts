@@ -1,0 +1,16 @@
+import * as yup from 'yup';
+import { invalidRequest } from '../../../domain/errors';
+import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
+import type { Input } from '../../middleware/validate';
+import { parseExecutionRequest } from '../../validation/runtimeInput';
+
+/** POST /api/v2/agents/{agent_id}/runs: the runtime input; the agent comes from the path. */
+export const CreateAgentRun = {
+  params: yup.object({ agent_id: yup.string().required() }),
+  body: parseExecutionRequest,
+  headers: IDEMPOTENCY_HEADERS,
+};
+
+export function sameAgent({ params, body }: Input<typeof CreateAgentRun>): void {
+  if (body.agent !== undefined && body.agent !== params.agent_id) throw invalidRequest('agent is taken from the URL; a different agent in the body is refused.');
+}

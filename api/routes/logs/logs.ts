@@ -1,0 +1,35 @@
+import Router from '@koa/router';
+import { encodeCursor, invalidCursor } from '../../../domain/cursor';
+import { logPage } from '../../../db/runLogs';
+import { authorize, workspaceOf } from '../../middleware/auth';
+import { validate, type Input } from '../../middleware/validate';
+import type { AppState } from '../../state';
+import { ListLogs } from './schema';
+
+/** GET /api/v2/logs: execution metadata of runs, newest first, never transcript content. */
+export function logsRoutes(router: Router<AppState>): void {
+  router.get<{ input: Input<typeof ListLogs> }>(
+    '/api/v2/logs',
+    validate(ListLogs),
+    authorize({ scopes: ['logs:read'], endpoint: 'logs' }),
+    async (ctx) => {
+      const { limit, after } = ctx.state.input.query;
+      const rows = await logPage(workspaceOf(ctx.state.principal).id, after, limit + 1);
+      // A cursor whose entry is not in this workspace is refused exactly like a made-up one.
+      if (!rows) throw invalidCursor();
+      const data = rows.slice(0, limit).map((l) => ({
+        id: l.public_id,
+        run: l.run,
+        agent: l.agent,
+        status: l.status,
+        latency_ms: l.latency_ms,
+        model: l.model,
+        usage: { input_tokens: l.input_tokens, output_tokens: l.output_tokens, total_tokens: l.total_tokens, cached_tokens: l.cached_tokens },
+        tool_names: l.tool_names,
+        error_code: l.error_code,
+        created_at: l.created_at.toISOString(),
+      }));
+      ctx.body = { object: 'list', data, next: rows.length > limit ? encodeCursor(data[data.length - 1].id) : null };
+    },
+  );
+}

@@ -1,0 +1,100 @@
+import type { AgentConfig, AgentStatus } from '../domain/agents';
+import { sql, statement, transaction, type Sql } from './sql';
+
+export interface AgentRecord {
+  id: number;
+  publicId: string;
+  workspaceId: number;
+  name: string;
+  status: AgentStatus;
+  draftConfig: AgentConfig;
+  draftChanged: boolean;
+  publishedVersion: number;
+}
+
+const COLUMNS = `id, public_id AS "publicId", workspace_id AS "workspaceId", name, status, draft_config AS "draftConfig",
+  draft_changed AS "draftChanged", published_version AS "publishedVersion"`;
+
+/** An agent about to run, with its published configuration and its workspace's balance. */
+export interface RunnableAgent {
+  id: number;
+  publicId: string;
+  status: AgentStatus;
+  publishedVersion: number;
+  draftChanged: boolean;
+  draftConfig: AgentConfig;
+  publishedConfig: AgentConfig | null;
+  /** The workspace's balance, read with the agent for the billing gate. */
+  credits: number;
+}
+
+/** Everything an execution checks, in one round trip (the hot path). */
+const RUNNABLE = statement(
+  `SELECT a.id, a.public_id AS "publicId", a.status, a.published_version AS "publishedVersion", a.draft_changed AS "draftChanged",
+          a.draft_config AS "draftConfig", v.config AS "publishedConfig", w.credits
+     FROM agents a
+     JOIN workspaces w ON w.id = a.workspace_id
+     LEFT JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.published_version
+    WHERE a.public_id = $1 AND a.workspace_id = $2`,
+);
+
+/** The agent in this workspace (another workspace's agent is as absent as a missing one). */
+export async function findRunnableAgent(workspaceId: number, publicId: string, on: Sql = sql): Promise<RunnableAgent | undefined> {
+  const [row] = await on.rows<RunnableAgent>(RUNNABLE, [publicId, workspaceId]);
+  return row;
+}
+
+const BY_PUBLIC_ID = statement(`SELECT ${COLUMNS} FROM agents WHERE public_id = $1`);
+const IN_WORKSPACE = statement(`SELECT ${COLUMNS} FROM agents WHERE public_id = $1 AND workspace_id = $2`);
+
+/** Any workspace's agent: for the operator's admin CLI only. */
+export async function findAgent(publicId: string, on: Sql = sql): Promise<AgentRecord | undefined> {
+  const [row] = await on.rows<AgentRecord>(BY_PUBLIC_ID, [publicId]);
+  return row;
+}
+
+export async function findAgentInWorkspace(workspaceId: number, publicId: string, on: Sql = sql): Promise<AgentRecord | undefined> {
+  const [row] = await on.rows<AgentRecord>(IN_WORKSPACE, [publicId, workspaceId]);
+  return row;
+}
+
+const INSERT = statement(
+  `INSERT INTO agents (public_id, workspace_id, name, status, draft_config, published_version) VALUES ($1, $2, $3, $4, $5, 1) RETURNING ${COLUMNS}`,
+);
+const INSERT_VERSION = statement('INSERT INTO agent_versions (agent_id, version, config) VALUES ($1, $2, $3)');
+
+/** A new agent whose configuration is published at once as version 1. */
+export function insertAgent(a: { publicId: string; workspaceId: number; name: string; status: AgentStatus; config: AgentConfig }): Promise<AgentRecord> {
+  return transaction(async (tx) => {
+    const [agent] = await tx.rows<AgentRecord>(INSERT, [a.publicId, a.workspaceId, a.name, a.status, JSON.stringify(a.config)]);
+    await tx.rows(INSERT_VERSION, [agent.id, 1, JSON.stringify(a.config)]);
+    return agent;
+  });
+}
+
+const UPDATE_DRAFT = statement(`UPDATE agents SET draft_config = $2, draft_changed = true, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`);
+
+export async function updateAgentDraft(id: number, config: AgentConfig, on: Sql = sql): Promise<AgentRecord> {
+  const [row] = await on.rows<AgentRecord>(UPDATE_DRAFT, [id, JSON.stringify(config)]);
+  return row;
+}
+
+const LOCK = statement(`SELECT ${COLUMNS} FROM agents WHERE id = $1 FOR UPDATE`);
+const PUBLISHED = statement('UPDATE agents SET published_version = $2, draft_changed = false, updated_at = now() WHERE id = $1');
+
+/** Snapshots the draft as the next integer version; concurrent publishes are serialised by the row lock. */
+export function publishAgentDraft(id: number): Promise<number> {
+  return transaction(async (tx) => {
+    const [agent] = await tx.rows<AgentRecord>(LOCK, [id]);
+    const next = agent.publishedVersion + 1;
+    await tx.rows(INSERT_VERSION, [id, next, JSON.stringify(agent.draftConfig)]);
+    await tx.rows(PUBLISHED, [id, next]);
+    return next;
+  });
+}
+
+const SET_STATUS = statement('UPDATE agents SET status = $2, updated_at = now() WHERE id = $1');
+
+export async function setAgentStatus(id: number, status: AgentStatus, on: Sql = sql): Promise<void> {
+  await on.rows(SET_STATUS, [id, status]);
+}

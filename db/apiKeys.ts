@@ -1,0 +1,79 @@
+import type { KeyKind } from '../domain/apiKeys';
+import { sql, statement, type Sql } from './sql';
+
+/** A live (unrevoked) key with its owner, as authentication needs it. */
+export interface KeyRecord {
+  id: number;
+  publicId: string;
+  kind: KeyKind;
+  environment: 'live' | 'test';
+  scopes: string[];
+  expiresAt: Date | null;
+  workspace: { id: number; publicId: string; tenantRef: string | null; partnerPublicId: string | null } | null;
+  partner: { id: number; publicId: string } | null;
+}
+
+const BY_HASH = statement(
+  `SELECT k.id, k.public_id, k.kind, k.environment, k.scopes, k.expires_at,
+          w.id AS ws_key, w.public_id AS ws_id, w.tenant_ref, wp.public_id AS ws_partner,
+          p.id AS ptn_key, p.public_id AS ptn_id
+     FROM api_keys k
+     LEFT JOIN workspaces w ON w.id = k.workspace_id
+     LEFT JOIN partners wp ON wp.id = w.partner_id
+     LEFT JOIN partners p ON p.id = k.partner_id
+    WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+);
+
+/** The unrevoked key with this hash (keys are stored only as hashes). */
+export async function findLiveKeyByHash(hash: string, on: Sql = sql): Promise<KeyRecord | undefined> {
+  const [row] = await on.rows<Record<string, any>>(BY_HASH, [hash]);
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    publicId: row.public_id,
+    kind: row.kind,
+    environment: row.environment,
+    scopes: row.scopes,
+    expiresAt: row.expires_at,
+    workspace: row.ws_key === null ? null : { id: row.ws_key, publicId: row.ws_id, tenantRef: row.tenant_ref, partnerPublicId: row.ws_partner },
+    partner: row.ptn_key === null ? null : { id: row.ptn_key, publicId: row.ptn_id },
+  };
+}
+
+const TOUCH = statement('UPDATE api_keys SET last_used_at = now() WHERE id = $1');
+
+export async function touchKey(id: number, on: Sql = sql): Promise<void> {
+  await on.rows(TOUCH, [id]);
+}
+
+const INSERT = statement(
+  `INSERT INTO api_keys (public_id, kind, workspace_id, partner_id, name, environment, key_hash, key_hint, scopes, expires_at)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+);
+
+export interface NewKey {
+  publicId: string;
+  kind: KeyKind;
+  workspaceId: number | null;
+  partnerId: number | null;
+  name: string | null;
+  environment: 'live' | 'test';
+  hash: string;
+  hint: string;
+  scopes: string[];
+  expiresAt: Date | null;
+}
+
+export async function insertKey(k: NewKey, on: Sql = sql): Promise<void> {
+  await on.rows(INSERT, [k.publicId, k.kind, k.workspaceId, k.partnerId, k.name, k.environment, k.hash, k.hint, k.scopes, k.expiresAt]);
+}
+
+const REVOKE = statement(
+  `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE public_id = $1 RETURNING public_id AS "publicId", revoked_at AS "revokedAt"`,
+);
+
+/** Revokes a key (once: a second revocation keeps the first time); undefined when there is no such key. */
+export async function revokeKey(publicId: string, on: Sql = sql): Promise<{ publicId: string; revokedAt: Date } | undefined> {
+  const [row] = await on.rows<{ publicId: string; revokedAt: Date }>(REVOKE, [publicId]);
+  return row;
+}

@@ -1,0 +1,45 @@
+import { sql, statement, type Sql } from './sql';
+
+export interface LogRow {
+  public_id: string;
+  run: string;
+  agent: string;
+  status: string;
+  latency_ms: number;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  cached_tokens: number;
+  tool_names: string[];
+  error_code: string | null;
+  created_at: Date;
+}
+
+const ANCHOR = statement('SELECT id FROM run_logs WHERE public_id = $1 AND workspace_id = $2');
+// Only metadata columns are selected: the log never carries transcript content.
+const PAGE = statement(
+  `SELECT l.public_id, r.public_id AS run, a.public_id AS agent, l.status, l.latency_ms, l.model,
+          l.input_tokens, l.output_tokens, l.total_tokens, l.cached_tokens, l.tool_names, l.error_code, l.created_at
+     FROM run_logs l JOIN runs r ON r.id = l.run_id JOIN agents a ON a.id = r.agent_id
+    WHERE l.workspace_id = $1 AND l.id < $2
+    ORDER BY l.id DESC
+    LIMIT $3`,
+);
+/** Above every row id: the first page starts below it. */
+const FIRST_PAGE = '9223372036854775807';
+
+/**
+ * Up to `limit` log entries of the workspace, newest first by insertion order (the (workspace_id, id
+ * DESC) index serves it), after the entry `after`. The anchor is looked up only inside the workspace:
+ * undefined when it is not there (another workspace's entry is as unknown as a made-up one).
+ */
+export async function logPage(workspaceId: number, after: string | undefined, limit: number, on: Sql = sql): Promise<LogRow[] | undefined> {
+  let before: number | string = FIRST_PAGE;
+  if (after) {
+    const [anchor] = await on.rows<{ id: number }>(ANCHOR, [after, workspaceId]);
+    if (!anchor) return undefined;
+    before = anchor.id;
+  }
+  return on.rows<LogRow>(PAGE, [workspaceId, before, limit]);
+}
