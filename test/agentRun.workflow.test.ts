@@ -7,6 +7,7 @@ import type { GenerateInput, GenerateResult } from '../activities/model';
 import type { AgentConfig } from '../domain/agents';
 import type { RunInput, RunOptions, RunOutcome } from '../domain/runs';
 import { MAX_TOOL_ROUNDS } from '../domain/tools';
+import { installRuntime } from '../workers/worker';
 import { workflowBundle } from '../workers/workflowBundle';
 
 /**
@@ -15,6 +16,7 @@ import { workflowBundle } from '../workers/workflowBundle';
  */
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
+  installRuntime();
   env = await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEMPORAL_ADDRESS });
 });
 afterAll(() => env?.teardown());

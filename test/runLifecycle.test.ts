@@ -153,7 +153,9 @@ describe('provider failures and time limits', () => {
   it('bounds the run by timeout_ms', async () => {
     const t = await tenant({ scopes: SCOPES });
     await scriptModel(t.model, [{ text: 'slow', delayMs: 10_000 }]);
-    const res = await run(t.key, t.agent, { input: 'hi', timeout_ms: 1000 });
+    // Three seconds, so even on a loaded machine the call starts before the deadline (a call that would
+    // start after it sends nothing and bills nothing).
+    const res = await run(t.key, t.agent, { input: 'hi', timeout_ms: 3000 });
     expect(res.status).toBe(502);
     expect(res.body.error.code).toBe('provider_unavailable');
     expect(res.body.error.message).toContain('timeout_ms');

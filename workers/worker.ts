@@ -24,8 +24,8 @@ const MAX_CACHED_WORKFLOWS = 100;
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
 
-/** Routes the SDK's own log lines into the service's JSON logs, at warning level and above. */
-function installRuntime(): void {
+/** Routes the SDK's own log lines into the service's JSON logs, at warning level and above (once per process). */
+export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   Runtime.install({
