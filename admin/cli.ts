@@ -9,6 +9,7 @@ import * as admin from './commands';
  * stdout and exits 0, or an error object on stderr and exits non-zero.
  */
 const USAGE = `usage: admin <command> [options]
+  scope list
   workspace create --name N [--credits N] [--partner ID --tenant-ref REF] [--usage-threshold N]
   workspace credit --workspace ID --amount N
   key create --workspace ID --scopes a,b [--environment live|test] [--expires-at ISO8601] [--name N]
@@ -87,6 +88,8 @@ async function run(argv: string[]): Promise<unknown> {
     case 'agent set-status':
       required(v, 'agent', 'status');
       return admin.setAgentStatus({ agent: v.agent!, status: v.status! });
+    case 'scope list':
+      return admin.listScopes();
     default:
       throw new admin.AdminError(`unknown command "${command}"\n${USAGE}`);
   }

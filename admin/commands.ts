@@ -1,7 +1,7 @@
 import { AGENT_STATUSES, type AgentStatus } from '../domain/agents';
 import { generateApiKey, hashApiKey, type KeyKind } from '../domain/apiKeys';
 import { mintId } from '../domain/ids';
-import { parseCustomerScopes } from '../domain/scopes';
+import { parseCustomerScopes, SCOPES } from '../domain/scopes';
 import { findAgent, insertAgent, publishAgentDraft, setAgentStatus as writeAgentStatus, updateAgentDraft as writeAgentDraft } from '../db/agents';
 import { insertKey, revokeKey as writeRevocation } from '../db/apiKeys';
 import { findPartner, insertPartner } from '../db/partners';
@@ -129,4 +129,9 @@ export async function setAgentStatus(o: { agent: string; status: string }) {
   const next = status(o.status);
   await writeAgentStatus(agent.id, next);
   return { id: agent.publicId, status: next };
+}
+
+/** The whole scope registry (DESIGN.md §3), `ops:` ones included, so clients can grant scopes without guessing names. */
+export function listScopes() {
+  return { scopes: [...SCOPES] };
 }

@@ -14,7 +14,10 @@ import type { AppState } from './state';
 /** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */
 export function createApp(): Koa<AppState> {
   const app = new Koa<AppState>();
+  // Behind one load balancer: the client address is the last X-Forwarded-For entry, the one the
+  // balancer wrote, so a client cannot choose its own address (failed-authentication limits key on it).
   app.proxy = true;
+  app.maxIpsCount = 1;
   const router = new Router<AppState>();
   healthRoutes(router);
   responsesRoutes(router);

@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { hashApiKey, looksLikeApiKey } from '../domain/apiKeys';
 import { ServiceError } from '../domain/errors';
 import { isScope, isStaffScope, type Scope } from '../domain/scopes';
@@ -14,7 +15,8 @@ interface Cached {
   until: number;
 }
 
-const cache = new Map<string, Cached>();
+// Bounded, least recently used out: random keys sent by a prober cannot flush the keys in real use.
+const cache = new LRUCache<string, Cached>({ max: 10_000 });
 const lastUsedWritten = new Map<number, number>();
 
 async function load(hash: string): Promise<Principal | null> {
@@ -52,7 +54,6 @@ export async function authenticate(authorization: string | undefined): Promise<P
   let entry = cache.get(hash);
   if (!entry || entry.until <= now) {
     entry = { principal: await load(hash), until: now + CREDENTIAL_CACHE_MS };
-    if (cache.size > 10_000) cache.clear();
     cache.set(hash, entry);
   }
   const principal = entry.principal;

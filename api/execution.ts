@@ -87,7 +87,7 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
   ctx.state.provisional = true;
   ctx.status = 202;
   ctx.set('Location', `/api/v2/runs/${runId}`);
-  ctx.body = await runAsItStands(workspaceOf(ctx.state.principal), runId);
+  ctx.body = await runAsItStands(ctx.state.principal!, runId);
 }
 
 /**

@@ -1,9 +1,11 @@
 import { hasPrefix } from '../domain/ids';
-import { toRunResponse, type RunResponse } from '../domain/runs';
+import { toRunResponse, type RunKind, type RunResponse } from '../domain/runs';
+import type { Scope } from '../domain/scopes';
 import { ZERO_USAGE } from '../domain/usage';
 import type { RunStatus } from '../domain/errors';
 import { findRun } from '../db/runs';
 import { describeRun, type RunWorkflowState } from '../workflows/agentRun.client';
+import { workspaceOf } from './middleware/auth';
 import type { Principal } from './state';
 import { temporal } from '../infra/temporalClient';
 import { notFound } from './tenancy';
@@ -11,13 +13,24 @@ import { notFound } from './tenancy';
 /** A run without a record: queued while its workflow is open, else how the workflow ended without settling. */
 const UNRECORDED_STATUS: Record<RunWorkflowState, RunStatus> = { open: 'queued', completed: 'failed', cancelled: 'cancelled', ended: 'failed' };
 
+/** Each kind of run is readable only with the scope that could have created it. */
+const SCOPE_OF_KIND: Record<RunKind, Scope> = { response: 'responses:create', agent_run: 'agents:run', message: 'messages:create' };
+
+/** The scopes that can read some kind of run (the run endpoints admit any, then check the run's own). */
+export const RUN_READER_SCOPES = ['agents:run', 'responses:create', 'messages:create'] as const;
+
+const readable = (principal: Principal, kind: string | undefined) => kind !== undefined && principal.scopes.has(SCOPE_OF_KIND[kind as RunKind]);
+
 /**
- * The run as it stands, for the caller's workspace only (another workspace's run is the same 404 as a
- * missing one). A run is recorded when a worker takes it up; before that it is described from its
- * workflow's search attributes and memo, checked against the workspace before anything is read.
+ * The run as it stands, for the caller's workspace only and for a caller with the scope its kind
+ * needs: another workspace's run, or one of a kind the credential could not have created, is the same
+ * 404 as a missing one. A run is recorded when a worker takes it up; before that it is described from
+ * its workflow's search attributes and memo, checked against the workspace before anything is read.
  */
-export async function runAsItStands(workspace: NonNullable<Principal['workspace']>, publicId: string): Promise<RunResponse> {
+export async function runAsItStands(principal: Principal, publicId: string): Promise<RunResponse> {
+  const workspace = workspaceOf(principal);
   const row = await findRun(workspace.id, publicId);
+  if (row && !readable(principal, row.kind)) throw notFound('run_not_found');
   if (row) {
     return toRunResponse({
       id: row.public_id,
@@ -35,7 +48,7 @@ export async function runAsItStands(workspace: NonNullable<Principal['workspace'
   }
   if (!hasPrefix('run', publicId)) throw notFound('run_not_found');
   const described = await describeRun(await temporal(), publicId);
-  if (!described || described.workspace !== workspace.publicId) throw notFound('run_not_found');
+  if (!described || described.workspace !== workspace.publicId || !readable(principal, described.kind)) throw notFound('run_not_found');
   const { memo } = described;
   return toRunResponse({
     id: publicId,

@@ -43,7 +43,9 @@ export async function openConversation(o: OpenConversation, outbox: Outbox, on: 
     o.workspace.id,
     o.agent?.id ?? null,
     o.channel,
-    o.externalRef ?? null,
+    // Internal conversations (behind stateless /responses) never take an external_ref: they must not
+    // resolve to, or block, a public conversation of the same reference.
+    o.internal ? null : o.externalRef ?? null,
     o.internal ?? false,
   ]);
   if (inserted && !conversation.internal) outbox.add('conversation.created', conversationObject(conversation));

@@ -14,6 +14,9 @@ export function hashApiKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
+/** A key is its prefix and 43 base64url characters (32 bytes); anything else is refused without a lookup. */
+const KEY_SHAPE = /^(tgcc|tgpk)_[A-Za-z0-9_-]{43}$/;
+
 export function looksLikeApiKey(value: string): boolean {
-  return value.startsWith(PREFIX.workspace) || value.startsWith(PREFIX.partner);
+  return KEY_SHAPE.test(value);
 }

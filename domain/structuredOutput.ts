@@ -1,33 +1,117 @@
+import { createHash } from 'node:crypto';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import type { RegExpEngine } from 'ajv/dist/types';
 import addFormats from 'ajv-formats';
+import { LRUCache } from 'lru-cache';
+import { RE2JS } from 're2js';
 import type { ResponseFormat } from './runs';
 
-/** Strict: a keyword ajv cannot enforce makes the schema unenforceable, which is a 400 at parse. */
-const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, strictTuples: false, strictRequired: false });
-addFormats(ajv);
+/**
+ * Bounds on a caller's response_format.schema, checked before anything compiles it: the check is one
+ * bounded, iterative walk, so it is cheap even for hostile input sent without a credential (the spec
+ * checks the schema at parse, before authorization). Past a bound the request is a 400 naming it.
+ */
+export const SCHEMA_BOUNDS = {
+  /** Bytes of the schema as JSON. */
+  bytes: 32 * 1024,
+  /** Nesting of objects and arrays. */
+  depth: 32,
+  /** Keys of every object in the schema, keywords and property names alike. */
+  keywords: 1_000,
+  /** Names declared under `properties` (and `patternProperties`) in all. */
+  properties: 200,
+} as const;
 
-const compiled = new Map<string, ValidateFunction>();
+/** The first bound the schema exceeds, or undefined. Iterative: a deeply nested schema cannot overflow the stack. */
+function exceededBound(schema: Record<string, unknown>): string | undefined {
+  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_BOUNDS.bytes) return `response_format.schema is larger than ${SCHEMA_BOUNDS.bytes} bytes`;
+  let keywords = 0;
+  let properties = 0;
+  const stack: [unknown, number][] = [[schema, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > SCHEMA_BOUNDS.depth) return `response_format.schema is nested deeper than ${SCHEMA_BOUNDS.depth} levels`;
+    const entries = Array.isArray(node) ? node.map((v) => ['', v] as const) : Object.entries(node);
+    if (!Array.isArray(node)) {
+      keywords += entries.length;
+      if (keywords > SCHEMA_BOUNDS.keywords) return `response_format.schema has more than ${SCHEMA_BOUNDS.keywords} keywords`;
+    }
+    for (const [key, value] of entries) {
+      if ((key === 'properties' || key === 'patternProperties') && value && typeof value === 'object') {
+        properties += Object.keys(value).length;
+        if (properties > SCHEMA_BOUNDS.properties) return `response_format.schema declares more than ${SCHEMA_BOUNDS.properties} properties`;
+      }
+      stack.push([value, depth + 1]);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Caller patterns run in RE2's linear time (re2js), never as backtracking RegExps: `^(a+)+$` against
+ * model output cannot stall the worker. A pattern RE2 cannot express (backreferences, lookaround) makes
+ * the schema unenforceable, a 400 at parse.
+ */
+const linearRegExp: RegExpEngine = Object.assign(
+  (pattern: string) => {
+    const re = RE2JS.compile(pattern);
+    // ajv keys a schema's patterns by toString(): each must name its own pattern.
+    return { test: (s: string) => re.matcher(s).find(), toString: () => `re2:${pattern}` };
+  },
+  // Only read by ajv's standalone code generation, which the service does not use.
+  { code: 'RE2JS' },
+);
+
+/**
+ * Compiles a caller's schema in an Ajv instance of its own, thrown away with the validator: nothing a
+ * schema registers ($id, $ref targets) outlives it or is seen by another caller's schema, and nothing
+ * accumulates in the process. Strict: a keyword ajv cannot enforce makes the schema unenforceable.
+ */
+function compile(schema: Record<string, unknown>): ValidateFunction {
+  const ajv = new Ajv({ allErrors: true, strict: true, strictTypes: false, strictTuples: false, strictRequired: false, code: { regExp: linearRegExp } });
+  addFormats(ajv);
+  return ajv.compile(schema);
+}
+
+const keyOf = (schema: Record<string, unknown>) => createHash('sha256').update(JSON.stringify(schema)).digest('hex');
+
+/** Validators a worker reuses across the calls of its runs; bounded, least recently used out. */
+const validators = new LRUCache<string, ValidateFunction>({ max: 200 });
 
 function validatorFor(schema: Record<string, unknown>): ValidateFunction {
-  const key = JSON.stringify(schema);
-  let validate = compiled.get(key);
+  const key = keyOf(schema);
+  let validate = validators.get(key);
   if (!validate) {
-    validate = ajv.compile(schema);
-    if (compiled.size > 500) compiled.clear();
-    compiled.set(key, validate);
+    validate = compile(schema);
+    validators.set(key, validate);
   }
   return validate;
 }
 
-/** Why a json_schema cannot be enforced, or undefined when it can. Called at parse time. */
+/**
+ * Verdicts on schemas already judged: a client sends the same schema with every request, and compiling
+ * costs milliseconds (about 0.2 ms a property). Only the verdict is kept, never the compiled schema.
+ */
+const verdicts = new LRUCache<string, { problem?: string }>({ max: 1_000 });
+
+/** Why a json_schema cannot be enforced, or undefined when it can. Called at parse time; compiles nothing it keeps. */
 export function schemaProblem(schema: Record<string, unknown>): string | undefined {
   if (schema.type !== 'object') return 'response_format.schema must describe an object (type "object" at the root)';
-  try {
-    validatorFor(schema);
-    return undefined;
-  } catch (err) {
-    return `response_format.schema cannot be enforced: ${(err as Error).message}`;
+  const bound = exceededBound(schema);
+  if (bound) return bound;
+  const key = keyOf(schema);
+  let verdict = verdicts.get(key);
+  if (!verdict) {
+    try {
+      compile(schema);
+      verdict = {};
+    } catch (err) {
+      verdict = { problem: `response_format.schema cannot be enforced: ${(err as Error).message}` };
+    }
+    verdicts.set(key, verdict);
   }
+  return verdict.problem;
 }
 
 export type StructuredCheck =

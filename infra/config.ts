@@ -40,6 +40,8 @@ export interface Config {
   shutdownGraceMs: number;
   /** A non-streamed request waits for its run at most timeout_ms plus this, then answers 202. */
   apiWaitGraceMs: number;
+  /** Failed authentications a client address may make per 60 s before it is refused (0: unlimited). */
+  authFailureLimit: number;
 }
 
 export function loadConfig(): Config {
@@ -72,6 +74,7 @@ export function loadConfig(): Config {
     shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 5_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000),
     apiWaitGraceMs: int('API_WAIT_GRACE_MS', API_WAIT_GRACE_MS),
+    authFailureLimit: int('AUTH_FAILURE_LIMIT', 60),
   };
 }
 

@@ -58,6 +58,7 @@ export type RunWorkflowState = 'open' | 'completed' | 'cancelled' | 'ended';
 
 export interface RunDescription {
   workspace: string | undefined;
+  kind: string | undefined;
   /** open: running or waiting for a worker; completed/cancelled: it returned; ended: failed, terminated or timed out without settling. */
   state: RunWorkflowState;
   memo: QueuedRunMemo;
@@ -73,6 +74,7 @@ export async function describeRun(client: Client, runId: string): Promise<RunDes
     const d = await runHandle(client, runId).describe();
     return {
       workspace: d.typedSearchAttributes.get(SEARCH_ATTRIBUTES.workspaceId),
+      kind: d.typedSearchAttributes.get(SEARCH_ATTRIBUTES.kind),
       state: STATES[d.status.name] ?? 'ended',
       memo: (d.memo ?? {}) as unknown as QueuedRunMemo,
     };

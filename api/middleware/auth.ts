@@ -1,6 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { ServiceError } from '../../domain/errors';
 import type { Scope } from '../../domain/scopes';
+import { addressRefusedFor, recordAuthFailure } from '../authFailures';
 import { authenticate, requireScope } from '../credentials';
 import type { AppState, Principal } from '../state';
 import { enforceRateLimit } from './rateLimit';
@@ -30,7 +31,7 @@ export interface Authorization<S extends AppState> {
  */
 export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S> {
   return async (ctx, next) => {
-    const principal = await authenticate(ctx.get('Authorization'));
+    const principal = await authenticateFrom(ctx.ip, ctx.get('Authorization'));
     requireScope(principal, a.scopes);
     ctx.state.principal = principal;
     ctx.state.endpoint = a.endpoint;
@@ -44,6 +45,21 @@ export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S
     await enforceRateLimit(subject, ctx.state.requestId, { failOpen: READS.has(ctx.method) });
     await next();
   };
+}
+
+/** Authenticates, refusing a client address that failed too often, and counting this failure if it fails. */
+async function authenticateFrom(address: string, authorization: string): Promise<Principal> {
+  const wait = addressRefusedFor(address);
+  if (wait !== undefined) {
+    throw new ServiceError('rate_limited', 'Too many failed authentications from this address; retry after the window ends.', { 'Retry-After': String(wait) });
+  }
+  try {
+    return await authenticate(authorization);
+  } catch (err) {
+    // A credential that does not resolve is a guess; a request that sent none is not probing anything.
+    if (err instanceof ServiceError && err.code === 'authentication_error' && authorization !== '') await recordAuthFailure(address);
+    throw err;
+  }
 }
 
 /** The caller's workspace; partner credentials act on partner endpoints, not inside a workspace. */

@@ -12,10 +12,12 @@ const toolSchema = yup.lazy((tool: { type?: string } | undefined) =>
           description: yup.string(),
           parameters: yup.object(),
           // Plain http only where private targets are allowed (a local test receiver), never in production.
+          // Any URL the WHATWG parser accepts (IPv6 literals included); whether its address may be reached is
+          // decided when the tool connects (activities/tools.ts), not here.
           url: yup
             .string()
             .required()
-            .url()
+            .test('url', 'tool url must be a valid URL', (url) => url === undefined || URL.canParse(url))
             .test('https', 'tool url must be https', (url) => url === undefined || url.startsWith('https://') || (config().webhookAllowPrivateTargets && url.startsWith('http://'))),
         })
         .noUnknown()

@@ -94,7 +94,7 @@ export const runtimeInputSchema = yup
     locale: yup.string().max(35),
     metadata: plainObject(),
     request_context: plainObject(),
-    external_ref: yup.string().max(200).matches(PRINTABLE_ONE_LINE, 'external_ref must be printable text without newlines'),
+    external_ref: yup.string().min(1, 'external_ref must not be empty').max(200).matches(PRINTABLE_ONE_LINE, 'external_ref must be printable text without newlines'),
   })
   .strict();
 
@@ -142,7 +142,8 @@ export function parseExecutionRequest(body: unknown): ExecutionRequest {
   const fields = validated(runtimeInputSchema, body);
   const requestContext = fields.request_context ?? {};
   for (const key of Object.keys(requestContext)) {
-    if (RESERVED_CONTEXT_KEYS.has(key)) throw invalidRequest(`request_context key "${key}" is reserved: identity, billing and permissions come from the credential.`);
+    // By name, whatever its case: TENANT_ID smuggles what tenant_id would.
+    if (RESERVED_CONTEXT_KEYS.has(key.toLowerCase())) throw invalidRequest(`request_context key "${key}" is reserved: identity, billing and permissions come from the credential.`);
   }
   if (requestContext.resource_id !== undefined && typeof requestContext.resource_id !== 'string') {
     throw invalidRequest('request_context.resource_id must be a string.');

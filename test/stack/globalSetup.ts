@@ -23,6 +23,9 @@ export default async function globalSetup(): Promise<void> {
     // Tool endpoints in tests listen on loopback.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
+    // Every test file's API calls from 127.0.0.1 and shares the Redis counters: the failed-authentication
+    // limit is off, except in the file that tests it (on addresses of its own).
+    AUTH_FAILURE_LIMIT: '0',
   });
   // Imported only now, so the modules read the environment above.
   const { migrate } = await import('../../db/migrate');

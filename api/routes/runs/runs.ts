@@ -3,25 +3,23 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { TERMINAL_STATUSES } from '../../../domain/runs';
 import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
-import { authorize, workspaceOf } from '../../middleware/auth';
+import { authorize } from '../../middleware/auth';
 import { validate, type Input } from '../../middleware/validate';
-import { runAsItStands } from '../../runs';
+import { RUN_READER_SCOPES, runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
 import { CancelRun, FollowRunEvents, ReadRun } from './schema';
 
 const CANCEL_WAIT_MS = 5000;
-// Run retrieval serves callers of either execution endpoint.
-const SCOPES = ['agents:run', 'responses:create'] as const;
 
 /** GET /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel. */
 export function runsRoutes(router: Router<AppState>): void {
   router.get<{ input: Input<typeof ReadRun> }>(
     '/api/v2/runs/:run_id',
     validate(ReadRun),
-    authorize({ scopes: SCOPES, endpoint: 'runs_read' }),
+    authorize({ scopes: RUN_READER_SCOPES, endpoint: 'runs_read' }),
     async (ctx) => {
-      ctx.body = await runAsItStands(workspaceOf(ctx.state.principal), ctx.state.input.params.run_id);
+      ctx.body = await runAsItStands(ctx.state.principal!, ctx.state.input.params.run_id);
     },
   );
 
@@ -29,10 +27,10 @@ export function runsRoutes(router: Router<AppState>): void {
   router.get<{ input: Input<typeof FollowRunEvents> }>(
     '/api/v2/runs/:run_id/events',
     validate(FollowRunEvents),
-    authorize({ scopes: SCOPES, endpoint: 'run_events' }),
+    authorize({ scopes: RUN_READER_SCOPES, endpoint: 'run_events' }),
     async (ctx) => {
       const { params, headers } = ctx.state.input;
-      const run = await runAsItStands(workspaceOf(ctx.state.principal), params.run_id);
+      const run = await runAsItStands(ctx.state.principal!, params.run_id);
       await relayRunEvents(ctx, runHandle(await temporal(), run.id), { runId: run.id, requestId: ctx.state.requestId, after: headers['last-event-id'], cancelOnDisconnect: false });
     },
   );
@@ -41,10 +39,9 @@ export function runsRoutes(router: Router<AppState>): void {
   router.post<{ input: Input<typeof CancelRun> }>(
     '/api/v2/runs/:run_id/cancel',
     validate(CancelRun),
-    authorize({ scopes: SCOPES, endpoint: 'runs_cancel' }),
+    authorize({ scopes: RUN_READER_SCOPES, endpoint: 'runs_cancel' }),
     async (ctx) => {
-      const workspace = workspaceOf(ctx.state.principal);
-      const run = await runAsItStands(workspace, ctx.state.input.params.run_id);
+      const run = await runAsItStands(ctx.state.principal!, ctx.state.input.params.run_id);
       if (!TERMINAL_STATUSES.has(run.status)) {
         const handle = runHandle(await temporal(), run.id);
         try {
@@ -55,7 +52,7 @@ export function runsRoutes(router: Router<AppState>): void {
           if (!(err instanceof WorkflowNotFoundError)) throw err;
         }
       }
-      ctx.body = await runAsItStands(workspace, run.id);
+      ctx.body = await runAsItStands(ctx.state.principal!, run.id);
     },
   );
 }

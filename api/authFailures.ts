@@ -1,0 +1,44 @@
+import { LRUCache } from 'lru-cache';
+import { now } from '../domain/clock';
+import { config } from '../infra/config';
+import { logger } from '../infra/logger';
+import { redis } from '../db/redis';
+
+const WINDOW_MS = 60_000;
+
+/** Addresses refused until the end of the window in which they failed too often (this instance's view). */
+const blocked = new LRUCache<string, number>({ max: 10_000 });
+
+/**
+ * Seconds until this client address may try a credential again, or undefined when it may now. Checked
+ * in memory before any lookup, so a prober costs neither a Redis nor a PostgreSQL round trip.
+ */
+export function addressRefusedFor(address: string): number | undefined {
+  const until = blocked.get(address);
+  if (until === undefined) return undefined;
+  const left = until - now();
+  if (left <= 0) {
+    blocked.delete(address);
+    return undefined;
+  }
+  return Math.ceil(left / 1000);
+}
+
+/**
+ * Counts a failed authentication against the client address in a fixed window shared by every API
+ * instance (Redis); past AUTH_FAILURE_LIMIT the address is refused for the rest of the window.
+ * Best effort: without Redis, failures are not counted (authentication itself still refuses).
+ */
+export async function recordAuthFailure(address: string): Promise<void> {
+  const limit = config().authFailureLimit;
+  if (limit === 0) return;
+  const at = now();
+  const window = Math.floor(at / WINDOW_MS);
+  const key = `authfail:${address}:${window}`;
+  try {
+    const [[, count]] = (await redis().multi().incr(key).pexpire(key, WINDOW_MS + 1000).exec()) as [[Error | null, number]];
+    if (count > limit) blocked.set(address, (window + 1) * WINDOW_MS);
+  } catch (err) {
+    logger.warn({ err: String(err) }, 'failed authentication not counted');
+  }
+}
