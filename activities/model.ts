@@ -1,5 +1,5 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import type { AgentConfig } from '../domain/agents';
+import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } from '../domain/agents';
 import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
 import { type Attachment, type Deadline, type OutputItem, type ResponseFormat } from '../domain/runs';
 import { estimateTokens, type Usage } from '../domain/usage';
@@ -42,7 +42,6 @@ export interface GenerateResult {
   check: StructuredCheck;
 }
 
-const DEFAULT_HISTORY = 20;
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -54,7 +53,7 @@ function textOf(content: unknown): string {
 
 async function loadHistory(input: GenerateInput): Promise<ChatMessage[]> {
   if (!input.historyFrom || input.config.memory?.enabled === false) return [];
-  const messages = await recentMessages(input.historyFrom.conversationId, input.historyFrom.beforeRunKey, input.config.memory?.max_messages ?? DEFAULT_HISTORY);
+  const messages = await recentMessages(input.historyFrom.conversationId, input.historyFrom.beforeRunKey, input.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES);
   return messages.map((m): ChatMessage =>
     m.role === 'user'
       ? { role: 'user', content: userContent(m.content as string | Record<string, unknown>, []) }
@@ -88,7 +87,7 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
       model: input.config.model ?? 'default',
       messages,
       temperature: input.config.temperature,
-      maxOutputTokens: input.config.max_output_tokens,
+      maxOutputTokens: input.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
       json: input.format.type !== 'text',
       tools: input.tools,
       toolChoice: input.toolChoice,

@@ -168,6 +168,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
       {
         workspaceId: input.workspace.id,
         runKey: begun.runKey,
+        runId: input.runId,
         status: s.status,
         // Stateless responses keep a record of the request and its cost, not of the exchange.
         output: input.kind === 'response' ? null : s.output,
@@ -183,7 +184,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
       sql,
     );
     const threshold = balance.usageThreshold;
-    if (credits > 0 && threshold !== null && balance.credits + credits > threshold && balance.credits <= threshold) {
+    if (balance.charged > 0 && threshold !== null && balance.credits + balance.charged > threshold && balance.credits <= threshold) {
       outbox.add('usage.threshold_reached', { workspace: input.workspace.publicId, balance: balance.credits, threshold });
     }
     if (s.status === 'completed' && input.kind !== 'response') {

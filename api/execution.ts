@@ -3,10 +3,13 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { config } from '../infra/config';
 import { chooseConfiguration, type AgentConfig, type ConfigurationChoice } from '../domain/agents';
 import { ERROR_TABLE, errorBody, ServiceError } from '../domain/errors';
+import { maxRunCost } from '../domain/billing';
 import { hasPrefix, mintId, mintTraceId } from '../domain/ids';
+import { toolSpecs } from '../domain/tools';
 import type { RunInput, RunKind, RunOptions, RunOutcome } from '../domain/runs';
 import type { ConversationRecord } from '../db/conversations';
 import { findRunnableAgent, type RunnableAgent } from '../db/agents';
+import { reserveCredits } from '../db/creditReservations';
 import { documentExists } from '../db/documents';
 import { collectionExists } from '../db/knowledgeCollections';
 import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
@@ -108,11 +111,21 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
   const choice = chooseConfiguration(agent.status, request.options.preview, principal.scopes.has('agent:preview'));
   const { version, config } = configurationFor(agent, choice);
   const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id);
-  // Billing gate: a workspace that cannot spend is refused before anything is recorded or called.
-  if (agent.credits <= 0) throw new ServiceError('usage_blocked', 'The workspace has no credits left; add credits to run agents.');
 
   // A resumed request whose run never reached Temporal starts it now, under the id it recorded.
   const runId = resumed ?? mintId('run');
+  // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
+  // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
+  const maximum = maxRunCost({
+    config,
+    request: [request.input, request.attachments],
+    format: request.options.responseFormat,
+    toolsOffered: toolSpecs(config, request.options.toolPolicy).length > 0,
+    memory: target.kind !== 'response' && request.options.memoryPolicy === 'auto',
+  });
+  if (!(await reserveCredits(workspace.id, runId, maximum))) {
+    throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
+  }
   const traceId = mintTraceId();
   ctx.state.runId = runId;
   ctx.state.traceId = traceId;

@@ -15,7 +15,7 @@ export interface AgentRecord {
 const COLUMNS = `id, public_id AS "publicId", workspace_id AS "workspaceId", name, status, draft_config AS "draftConfig",
   draft_changed AS "draftChanged", published_version AS "publishedVersion"`;
 
-/** An agent about to run, with its published configuration and its workspace's balance. */
+/** An agent about to run, with its published configuration. */
 export interface RunnableAgent {
   id: number;
   publicId: string;
@@ -24,16 +24,13 @@ export interface RunnableAgent {
   draftChanged: boolean;
   draftConfig: AgentConfig;
   publishedConfig: AgentConfig | null;
-  /** The workspace's balance, read with the agent for the billing gate. */
-  credits: number;
 }
 
-/** Everything an execution checks, in one round trip (the hot path). */
+/** Everything an execution checks of the agent, in one round trip (the hot path). */
 const RUNNABLE = statement(
   `SELECT a.id, a.public_id AS "publicId", a.status, a.published_version AS "publishedVersion", a.draft_changed AS "draftChanged",
-          a.draft_config AS "draftConfig", v.config AS "publishedConfig", w.credits
+          a.draft_config AS "draftConfig", v.config AS "publishedConfig"
      FROM agents a
-     JOIN workspaces w ON w.id = a.workspace_id
      LEFT JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.published_version
     WHERE a.public_id = $1 AND a.workspace_id = $2`,
 );

@@ -64,30 +64,39 @@ export async function lockRun(publicId: string, on: Sql): Promise<LockedRun | un
 }
 
 /**
- * The settlement's writes in one statement: the run's final state, its one ledger line, its log entry
- * and the debit of its credits; the balance comes back for the threshold check.
+ * The settlement's writes in one statement: the run's final state, its one ledger line, its log entry,
+ * and its workspace's balance, which gets back the run's reservation less what the run is charged.
+ * A reserved run is charged its real cost up to what it reserved, so a balance never goes below zero;
+ * a run without a reservation (started before reservations existed) is charged its real cost.
  */
 const SETTLE = statement(
-  `WITH run AS (
+  `WITH reserved AS (
+     DELETE FROM credit_reservations WHERE run_public_id = $18 RETURNING credits
+   ), charge AS (
+     SELECT COALESCE((SELECT LEAST($9::bigint, credits) FROM reserved), $9::bigint) AS credits, COALESCE((SELECT credits FROM reserved), 0) AS held
+   ), run AS (
      UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now() WHERE id = $2
    ), line AS (
-     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) VALUES ($1, $2, $8, $9, $10, $11)
+     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge
    ), log AS (
      INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code)
      VALUES ($12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6)
    )
-   UPDATE workspaces SET credits = credits - $9 WHERE id = $1 RETURNING credits, usage_threshold AS "usageThreshold"`,
+   UPDATE workspaces SET credits = credits + (SELECT held - credits FROM charge) WHERE id = $1
+   RETURNING credits, usage_threshold AS "usageThreshold", (SELECT credits FROM charge) AS charged`,
 );
 
 export interface RunSettlement {
   workspaceId: number;
   runKey: number;
+  runId: string;
   status: Exclude<RunStatus, 'queued' | 'running'>;
   /** null keeps no copy of the exchange (stateless responses). */
   output: OutputItem[] | null;
   usage: Usage;
   error: { code: string; message: string } | null;
   line: string;
+  /** The run's real cost; what it is charged is this, up to what it reserved. */
   credits: number;
   logId: string;
   latencyMs: number;
@@ -95,9 +104,9 @@ export interface RunSettlement {
   toolNames: string[];
 }
 
-/** Settles a locked run (inside the caller's transaction); returns the workspace's new balance and threshold. */
-export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ credits: number; usageThreshold: number | null }> {
-  const [balance] = await on.rows<{ credits: number; usageThreshold: number | null }>(SETTLE, [
+/** Settles a locked run (inside the caller's transaction); returns what it was charged and the workspace's new balance and threshold. */
+export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ charged: number; credits: number; usageThreshold: number | null }> {
+  const [balance] = await on.rows<{ charged: number; credits: number; usageThreshold: number | null }>(SETTLE, [
     s.workspaceId,
     s.runKey,
     s.status,
@@ -115,6 +124,7 @@ export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ cred
     s.usage.total_tokens,
     s.usage.cached_tokens,
     s.toolNames,
+    s.runId,
   ]);
   return balance;
 }
@@ -159,6 +169,14 @@ const IN_WORKSPACE = statement(
 export async function findRun(workspaceId: number, publicId: string, on: Sql = sql): Promise<RunRow | undefined> {
   const [row] = await on.rows<RunRow>(IN_WORKSPACE, [publicId, workspaceId]);
   return row;
+}
+
+const STATUS = statement('SELECT status FROM runs WHERE public_id = $1');
+
+/** The recorded status of a run, or undefined when no worker ever recorded it. */
+export async function runStatus(publicId: string, on: Sql = sql): Promise<RunStatus | undefined> {
+  const [row] = await on.rows<{ status: RunStatus }>(STATUS, [publicId]);
+  return row?.status;
 }
 
 /** A run left open (queued or running), with what settling it needs. */

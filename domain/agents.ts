@@ -1,5 +1,14 @@
 import { ServiceError } from './errors';
 
+/** Earlier messages a conversation's run sends when the agent's memory sets no max_messages. */
+export const DEFAULT_MEMORY_MESSAGES = 20;
+
+/**
+ * Output a model call may produce when the agent sets no max_output_tokens. It is sent to the provider
+ * as the call's cap, so a run's cost is bounded before it starts (its credit reservation).
+ */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 4_096;
+
 export const AGENT_STATUSES = ['active', 'draft', 'paused', 'preview', 'archived'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
 

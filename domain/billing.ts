@@ -1,4 +1,7 @@
-import type { Usage } from './usage';
+import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } from './agents';
+import { REPAIR_ATTEMPTS, type ResponseFormat } from './runs';
+import { MAX_TOOL_ROUNDS } from './tools';
+import { estimateTokens, type Usage } from './usage';
 
 /** The ledger line a run bills to: its channel, or the conversation's when it stated none. */
 export function ledgerLine(channel: string, conversationChannel: string | undefined): string {
@@ -8,4 +11,22 @@ export function ledgerLine(channel: string, conversationChannel: string | undefi
 /** One credit per token: the service's unit of usage. */
 export function creditsFor(usage: Usage): number {
   return usage.total_tokens;
+}
+
+/** A tool's answer goes back to the model cut to 16 KiB (activities/tools.ts): at most this many tokens. */
+const TOOL_RESULT_TOKENS = 4_096;
+
+/**
+ * The most a run can cost, known before it starts: every model call it may make (the first, one per
+ * tool round, the repair), each with the largest prompt it can have (the request, the instructions,
+ * the history memory sends, the tool rounds so far, the previous answer) and the output cap. The run
+ * reserves this from its workspace's balance, and is never charged more than it reserved.
+ */
+export function maxRunCost(r: { config: AgentConfig; request: unknown; format: ResponseFormat; toolsOffered: boolean; memory: boolean }): number {
+  const output = r.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  const calls = 1 + (r.toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
+  const history = r.memory && r.config.memory?.enabled !== false ? (r.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES) * output : 0;
+  const toolRounds = r.toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
+  const prompt = estimateTokens(JSON.stringify([r.config.instructions ?? '', r.request])) + history + toolRounds + output;
+  return calls * (prompt + output);
 }

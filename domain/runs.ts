@@ -115,3 +115,6 @@ export interface Deadline {
 export function timedOut(deadline: Deadline): { code: 'provider_unavailable'; message: string } {
   return { code: 'provider_unavailable', message: `The run did not finish within timeout_ms (${deadline.timeoutMs} ms).` };
 }
+
+/** Spec: structured output is repaired at most once, so a run's number of model calls is known up front. */
+export const REPAIR_ATTEMPTS = 1;

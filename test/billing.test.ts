@@ -7,7 +7,8 @@ import { ZERO_USAGE } from '../domain/usage';
 import { redis } from '../db/redis';
 import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';
-import { call, providerRequests, tenant, useApi } from './support/stack';
+import { maxRunCost } from '../domain/billing';
+import { call, providerRequests, scriptModel, tenant, useApi } from './support/stack';
 
 const api = useApi();
 
@@ -90,9 +91,10 @@ describe('billing', () => {
 describe('outbox', () => {
   it('writes every event of a run with the envelope fields, in the transactions that made the changes', async () => {
     const partner = await admin.createPartner({ name: 'Reseller' });
-    const ws = await admin.createWorkspace({ name: 'merchant', credits: 20, usageThreshold: 10, partner: partner.id, tenantRef: 'merchant-42' });
+    // The run reserves at most 114 credits (output capped at 5 tokens), costs 15, and crosses the threshold.
+    const ws = await admin.createWorkspace({ name: 'merchant', credits: 200, usageThreshold: 190, partner: partner.id, tenantRef: 'merchant-42' });
     const key = await admin.createWorkspaceKey({ workspace: ws.id, scopes: 'agents:run' });
-    const agent = await admin.createAgent({ workspace: ws.id, name: 'a', config: { model: `stub-outbox-${ws.id}` } });
+    const agent = await admin.createAgent({ workspace: ws.id, name: 'a', config: { model: `stub-outbox-${ws.id}`, max_output_tokens: 5 } });
     const res = await call(api.url, 'POST', `/api/v2/agents/${agent.id}/runs`, { key: key.key, body: { input: 'hi', external_ref: 'thread-1' } });
     expect(res.status).toBe(200);
 
@@ -122,7 +124,7 @@ describe('outbox', () => {
       });
     }
     expect(events[5].envelope.data.object).toMatchObject({ id: res.body.id, status: 'completed' });
-    expect(events[3].envelope.data.object).toMatchObject({ balance: 5, threshold: 10 });
+    expect(events[3].envelope.data.object).toMatchObject({ balance: 185, threshold: 190 });
   });
 
   it('records agent.run.failed for a run that fails', async () => {
@@ -133,3 +135,28 @@ describe('outbox', () => {
     expect(types.map((e) => e.type)).toEqual(['agent.run.started', 'agent.run.failed']);
   });
 });
+
+describe('credit reservations', () => {
+  it('holds each run’s maximum cost: of 20 concurrent runs on a balance for 5, 5 run, the rest are 402, and the balance never goes below zero', async () => {
+    const config = { max_output_tokens: 50 };
+    const maximum = maxRunCost({ config, request: ['hi', []], format: { type: 'text' }, toolsOffered: false, memory: false });
+    const t = await tenant({ credits: 5 * maximum + maximum - 1, config });
+    await scriptModel(t.model, Array.from({ length: 20 }, () => ({ text: 'ok', delayMs: 500 })));
+    const answers = await Promise.all(Array.from({ length: 20 }, () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } })));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(5);
+    const refused = answers.filter((a) => a.status !== 200);
+    expect(refused.every((a) => a.status === 402 && a.body.error.code === 'usage_blocked')).toBe(true);
+    const [ledger] = await rows<{ n: number; credits: number }>(
+      'SELECT count(*)::int AS n, sum(l.credits)::int AS credits FROM ledger_lines l JOIN workspaces w ON w.id = l.workspace_id WHERE w.public_id = :ws',
+      { ws: t.workspace },
+    );
+    expect(ledger).toEqual({ n: 5, credits: 75 });
+    const [balance] = await rows<{ credits: number; held: number }>(
+      'SELECT w.credits, (SELECT count(*)::int FROM credit_reservations c WHERE c.workspace_id = w.id) AS held FROM workspaces w WHERE w.public_id = :ws',
+      { ws: t.workspace },
+    );
+    // Every reservation was given back, less what each run cost.
+    expect(balance).toEqual({ credits: 6 * maximum - 1 - 75, held: 0 });
+  });
+});
+

@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
 import { redis } from '../db/redis';
+import { reserveCredits } from '../db/creditReservations';
 import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';
 import { startRun } from '../workflows/agentRun.client';
@@ -56,5 +57,19 @@ describe('the reconciler', () => {
     // Settling again changes nothing.
     expect((await reconcileNow(client, 1_000)).settled).not.toContain(input.runId);
     expect((await recorded(input.runId)).lines).toBe(1);
+  });
+
+  it('gives back the reservation of a run that never ran (its workflow ended while it was queued)', async () => {
+    const t = await tenant({ credits: 1_000 });
+    const input = await runInputFor(t);
+    expect(await reserveCredits(input.workspace.id, input.runId, 400)).toBe(true);
+    // A queue no worker polls: the run stays queued, then an operator terminates it.
+    const handle = await startRun(client, input, { taskQueue: `nobody-${input.runId}` });
+    await handle.terminate('never taken up');
+    await new Promise((r) => setTimeout(r, 1_100));
+    expect((await reconcileNow(client, 1_000)).released).toContain(input.runId);
+    const [ws] = await db().query<{ credits: number }>('SELECT credits FROM workspaces WHERE id = :id', { replacements: { id: input.workspace.id }, type: QueryTypes.SELECT });
+    expect(ws.credits).toBe(1_000);
+    expect((await reconcileNow(client, 1_000)).released).not.toContain(input.runId);
   });
 });

@@ -12,7 +12,7 @@ import {
 import type * as activities from '../activities';
 import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
-import { timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
+import { REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
@@ -49,9 +49,6 @@ function handoffReason(args: string): string {
   }
   return 'A person is needed.';
 }
-
-/** At most one repair after the first answer: the call count is known before the run. */
-const REPAIR_ATTEMPTS = 1;
 
 interface Failure {
   code: ErrorCode;

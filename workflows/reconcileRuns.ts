@@ -11,13 +11,16 @@ const { settleAbandonedRuns } = proxyActivities<typeof activities>({
 /**
  * The reconciler, started by the `reconcile-runs` Schedule: settles every run that its workflow left
  * open (terminated by an operator, timed out, failed after a bad deploy), so no row stays running
- * without a workflow. Open runs younger than `minAgeMs` are left alone.
+ * without a workflow, and gives back the credit reservations of runs that never ran. Anything younger
+ * than `minAgeMs` is left alone.
  */
-export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[] }> {
+export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[]; released: string[] }> {
   const settled: string[] = [];
+  const released: string[] = [];
   for (;;) {
     const batch = await settleAbandonedRuns(minAgeMs);
     settled.push(...batch.settled);
-    if (!batch.more) return { settled };
+    released.push(...batch.released);
+    if (!batch.more) return { settled, released };
   }
 }
