@@ -23,6 +23,13 @@ export class RunEvents {
       .catch((err) => logger.warn({ err: String(err), run_id: this.runId, type }, 'run event not written'));
   }
 
+  /** Shortens the stream's life to `seconds` from now (after the events emitted so far). */
+  expireIn(seconds: number): void {
+    const key = runEventsKey(this.runId);
+    const previous = this.last;
+    this.last = previous.then(() => redis().expire(key, seconds)).catch((err) => logger.warn({ err: String(err), run_id: this.runId }, 'run event stream expiry not set'));
+  }
+
   async flush(): Promise<void> {
     await this.last;
   }

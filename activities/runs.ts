@@ -9,6 +9,7 @@ import { Outbox } from '../db/outbox';
 import { insertMessage } from '../db/messages';
 import { insertRun, lockRun, settleRunRecord, type LockedRun } from '../db/runs';
 import { transaction, type Sql } from '../db/sql';
+import { config } from '../infra/config';
 import { heartbeating } from './bounded';
 import { callModel, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
@@ -191,7 +192,8 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
       await writeMessage(sql, outbox, { conversation: { id: begun.conversationId, publicId: begun.conversationPublicId }, runKey: begun.runKey, role: 'assistant', content: s.output });
     }
     if (s.handoff) {
-      outbox.add('handoff.requested', { run: input.runId, conversation: begun.conversationPublicId ?? null, agent: input.agent.publicId, reason: s.handoff.reason });
+      // The reason is the model's words: a stateless run keeps no copy of its exchange, there either.
+      outbox.add('handoff.requested', { run: input.runId, conversation: begun.conversationPublicId ?? null, agent: input.agent.publicId, ...(input.kind !== 'response' && { reason: s.handoff.reason }) });
     }
     outbox.add(s.status === 'completed' ? 'agent.run.completed' : 'agent.run.failed', {
       id: input.runId,
@@ -212,6 +214,9 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
   if (recorded) announceStart(stream, input, begun);
   const terminal = terminalEvent(outcome);
   stream.emit(terminal.type, terminal.data);
+  // A stateless run's stream is the last copy of its exchange: it goes soon after the end, once
+  // clients have had the time to read or resume it.
+  if (input.kind === 'response') stream.expireIn(config().statelessStreamTtlS);
   await stream.flush();
   return outcome;
 }

@@ -4,6 +4,7 @@ import { errorEnvelope } from './middleware/errorEnvelope';
 import { jsonBody } from './middleware/jsonBody';
 import { requestContext } from './middleware/requestContext';
 import { agentsRoutes } from './routes/agents/agents';
+import { codecRoutes } from './routes/codec/codec';
 import { conversationsRoutes } from './routes/conversations/conversations';
 import { healthRoutes } from './routes/health/health';
 import { logsRoutes } from './routes/logs/logs';
@@ -25,6 +26,7 @@ export function createApp(): Koa<AppState> {
   conversationsRoutes(router);
   runsRoutes(router);
   logsRoutes(router);
+  codecRoutes(router);
   app.use(requestContext);
   app.use(errorEnvelope);
   app.use(jsonBody);

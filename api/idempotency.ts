@@ -1,5 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { now } from '../domain/clock';
+import { open, seal } from '../infra/encryption';
 import { claimKey, completeKey, findLiveKey, purgeExpiredKeys, recordRecoveryPoint, releaseKey } from '../db/idempotencyKeys';
 
 /** A finished request replays for this long (spec: 24 hours). */
@@ -82,7 +83,8 @@ function owned(scopeHash: string, token: string, resumed?: string): OwnedClaim {
     },
     async complete(response) {
       const at = now();
-      await completeKey(scopeHash, token, { ...response, at: new Date(at), replayUntil: new Date(at + REPLAY_WINDOW_MS) });
+      // The stored answer is the one copy of an exchange the spec requires (24 hours): kept sealed.
+      await completeKey(scopeHash, token, { ...response, body: seal(response.body), at: new Date(at), replayUntil: new Date(at + REPLAY_WINDOW_MS) });
     },
     release: () => releaseKey(scopeHash, token),
   };
@@ -108,7 +110,7 @@ export async function claim(scope: IdempotencyScope, fingerprint: string): Promi
     if (row.state === 'in_flight') return row.runPublicId ? owned(scopeHash, row.claimToken, row.runPublicId) : { outcome: 'conflict', reason: 'in_flight' };
     return {
       outcome: 'replay',
-      response: { kind: row.kind!, status: row.responseStatus!, headers: row.responseHeaders ?? {}, body: row.responseBody ?? Buffer.alloc(0), runId: row.runPublicId },
+      response: { kind: row.kind!, status: row.responseStatus!, headers: row.responseHeaders ?? {}, body: open(row.responseBody ?? Buffer.alloc(0)), runId: row.runPublicId },
     };
   }
   return { outcome: 'conflict', reason: 'in_flight' };

@@ -42,6 +42,14 @@ export interface Config {
   apiWaitGraceMs: number;
   /** Failed authentications a client address may make per 60 s before it is refused (0: unlimited). */
   authFailureLimit: number;
+  /** `kid:base64key,…` (the first encrypts); unset: a development key derived from SIGNING_SECRET. */
+  payloadEncryptionKeys: string | undefined;
+  /** The bearer token the codec endpoint requires; unset, the endpoint is off. */
+  codecOperatorToken: string | undefined;
+  /** How long a stateless run's event stream is kept after its terminal event. */
+  statelessStreamTtlS: number;
+  /** Browser origins (a Temporal UI) allowed to call the codec endpoint. */
+  codecAllowedOrigins: string[];
 }
 
 export function loadConfig(): Config {
@@ -75,6 +83,10 @@ export function loadConfig(): Config {
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000),
     apiWaitGraceMs: int('API_WAIT_GRACE_MS', API_WAIT_GRACE_MS),
     authFailureLimit: int('AUTH_FAILURE_LIMIT', 60),
+    payloadEncryptionKeys: process.env.PAYLOAD_ENCRYPTION_KEYS || undefined,
+    codecOperatorToken: process.env.CODEC_OPERATOR_TOKEN || undefined,
+    statelessStreamTtlS: int('STATELESS_STREAM_TTL_S', 300),
+    codecAllowedOrigins: str('CODEC_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
   };
 }
 

@@ -1,5 +1,6 @@
 import { Client, Connection } from '@temporalio/client';
 import { config } from './config';
+import { dataConverter } from './payloadCodec';
 
 let client: Promise<Client> | undefined;
 
@@ -8,7 +9,7 @@ export function temporal(): Promise<Client> {
   client ??= (async () => {
     const c = config();
     const connection = await Connection.connect(c.temporal);
-    return new Client({ connection, namespace: c.temporalNamespace });
+    return new Client({ connection, namespace: c.temporalNamespace, dataConverter });
   })().catch((err) => {
     client = undefined;
     throw err;

@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import { Connection, Client } from '@temporalio/client';
+import { dataConverter } from '../infra/payloadCodec';
 import { QueryTypes } from 'sequelize';
 import * as admin from '../admin/commands';
 import { forgetCredentials } from '../api/credentials';
@@ -35,7 +36,7 @@ describe('the vertical slice: POST /api/v2/responses', () => {
     expect(sent).toHaveLength(1);
     expect(sent[0].body.messages).toEqual([{ role: 'user', content: 'hello there' }]);
 
-    const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
+    const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
     try {
       const description = await client.workflow.getHandle(res.body.id).describe();
       expect(description.type).toBe('agentRun');

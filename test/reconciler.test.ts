@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import { dataConverter } from '../infra/payloadCodec';
 import { QueryTypes } from 'sequelize';
 import { redis } from '../db/redis';
 import { reserveCredits } from '../db/creditReservations';
@@ -10,7 +11,7 @@ import { closeAll, providerRequests, runInputFor, scriptModel, tenant, until } f
 
 let client: Client;
 beforeAll(async () => {
-  client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
+  client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
 });
 afterAll(async () => {
   await client.connection.close();

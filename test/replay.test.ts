@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { dataConverter } from '../infra/payloadCodec';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { TEMPORAL_CLI } from '../workers/temporalDevServer';
@@ -30,7 +31,7 @@ if (process.env.RECORD_HISTORIES) {
       tools = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"state":"shipped"}'));
       await new Promise<void>((resolve) => tools.listen(0, '127.0.0.1', resolve));
       toolUrl = `http://127.0.0.1:${(tools.address() as AddressInfo).port}/orders`;
-      client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
+      client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
     });
     afterAll(async () => {
       tools.close();
@@ -98,7 +99,7 @@ if (process.env.RECORD_HISTORIES) {
     expect(names.sort()).toEqual(['cancel', 'handoff', 'plain', 'repair', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')) }, histories)) {
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {
       if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
     }
     expect(failures).toEqual([]);

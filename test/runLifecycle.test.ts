@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import { dataConverter } from '../infra/payloadCodec';
 import { QueryTypes } from 'sequelize';
 import { mintId, mintTraceId } from '../domain/ids';
 import type { RunInput } from '../domain/runs';
@@ -56,7 +57,7 @@ describe('a queued run', () => {
       options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } },
       acceptedAt: Date.now(),
     };
-    const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
+    const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
     // A task queue no worker polls: the run stays queued.
     const handle = await startRun(client, input, { taskQueue: `nobody-${input.runId}` });
     try {

@@ -2,6 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { dataConverter } from '../infra/payloadCodec';
 import { QueryTypes } from 'sequelize';
 import type { RunInput } from '../domain/runs';
 import { db } from '../db/sequelize';
@@ -20,7 +21,7 @@ const CHILD = path.join(__dirname, '../dist/test/stack/childWorker.js');
 
 beforeAll(async () => {
   if (!existsSync(CHILD)) throw new Error(`${CHILD} is missing: run npm run build first (npm test does)`);
-  client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }) });
+  client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
 });
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');

@@ -4,6 +4,7 @@ import { config } from '../infra/config';
 import { logger } from '../infra/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle } from './workflowBundle';
+import { dataConverter } from '../infra/payloadCodec';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
 
@@ -67,6 +68,7 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         taskQueue,
         workflowBundle: workflowBundleCode,
         activities: code.activities,
+        dataConverter,
         // The SDK sizes this cache from the heap limit, which npm run start:worker caps; runs in flight
         // must stay cached (an evicted run replays its history on its next task), so it is fixed here.
         maxCachedWorkflows: MAX_CACHED_WORKFLOWS,
