@@ -1,4 +1,5 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { QueryTypes } from 'sequelize';
 import { redis } from '../db/redis';
 import { db } from '../db/sequelize';
@@ -18,7 +19,11 @@ type WirePayload = { metadata: Record<string, string>; data: string };
 
 /** Every payload of a workflow's history, as Temporal stores it (read without the codec). */
 function storedPayloads(runId: string): WirePayload[] {
-  const history = JSON.parse(execFileSync(TEMPORAL_CLI, ['workflow', 'show', '--workflow-id', runId, '--address', process.env.TEMPORAL_ADDRESS!, '--output', 'json'], { encoding: 'utf8' }));
+  return payloadsIn(JSON.parse(execFileSync(TEMPORAL_CLI, ['workflow', 'show', '--workflow-id', runId, '--address', process.env.TEMPORAL_ADDRESS!, '--output', 'json'], { encoding: 'utf8' })));
+}
+
+/** The payloads anywhere in a history in Temporal's JSON. */
+function payloadsIn(history: unknown): WirePayload[] {
   const found: WirePayload[] = [];
   const walk = (node: unknown): void => {
     if (Array.isArray(node)) return node.forEach(walk);
@@ -57,6 +62,17 @@ describe('a stateless run keeps no plaintext copy of its exchange', () => {
     const plain = plaintextOf(decoded.body.payloads);
     expect(plain).toContain(QUESTION);
     expect(plain).toContain(ANSWER);
+
+    // Temporal's own CLI decodes through the endpoint too (the UI speaks the same protocol). Run
+    // asynchronously: the endpoint it calls is served by this very process.
+    const { stdout: shown } = await promisify(execFile)(
+      TEMPORAL_CLI,
+      ['workflow', 'show', '--workflow-id', res.body.id, '--address', process.env.TEMPORAL_ADDRESS!, '--codec-endpoint', `${api.url}/codec`, '--codec-auth', `Bearer ${process.env.CODEC_OPERATOR_TOKEN}`, '--output', 'json'],
+      { encoding: 'utf8' },
+    );
+    const shownPlain = plaintextOf(payloadsIn(JSON.parse(shown)));
+    expect(shownPlain).toContain(QUESTION);
+    expect(shownPlain).toContain(ANSWER);
 
     const [record] = await db().query<{ body: Buffer }>(
       'SELECT i.response_body AS body FROM idempotency_keys i JOIN api_keys k ON k.id = i.api_key_id WHERE k.key_hash = :hash',
