@@ -30,15 +30,22 @@ function inputOf(run: OpenRun): RunInput {
   };
 }
 
+/** Where a reconciliation pass got to: the last run key and reserved run id it looked at. */
+export interface ReconcileCursor {
+  runKey: number;
+  reservation: string;
+}
+
 /**
- * Settles the open runs whose workflow is over (terminated, timed out, failed without settling) or
- * was never there: failed with internal_error, or cancelled when the workflow was cancelled; billed
- * for what their calls recorded as consumed; their stream gets its one terminal event. A run whose
- * workflow is still open is left to it.
+ * One page of the reconciler's pass. Settles the open runs whose workflow is over (terminated, timed
+ * out, failed without settling) or was never there: failed with internal_error, or cancelled when
+ * the workflow was cancelled; billed for what their calls recorded as consumed; their stream gets its
+ * one terminal event. A run whose workflow is still open is left to it. Then gives back the holds of
+ * runs that never ran. Pages move on by cursor, so live runs never hide abandoned ones behind them.
  */
-export async function settleAbandonedRuns(minAgeMs: number): Promise<{ settled: string[]; released: string[]; more: boolean }> {
+export async function settleAbandonedRuns(minAgeMs: number, cursor: ReconcileCursor = { runKey: 0, reservation: '' }): Promise<{ settled: string[]; released: string[]; next?: ReconcileCursor }> {
   const client = await temporal();
-  const open = await openRunsOlderThan(minAgeMs, BATCH);
+  const open = await openRunsOlderThan(minAgeMs, cursor.runKey, BATCH);
   const settled: string[] = [];
   for (const run of open) {
     const workflow = await describeRun(client, run.runId);
@@ -56,22 +63,24 @@ export async function settleAbandonedRuns(minAgeMs: number): Promise<{ settled: 
     logger.warn({ run_id: run.runId, workflow: workflow?.state ?? 'missing' }, 'reconciler settled a run its workflow left open');
     settled.push(run.runId);
   }
-  const released = await releaseAbandonedReservations(client, minAgeMs);
-  // Another batch is worth reading only if this one was full and moved something out of the way.
-  return { settled, released, more: (open.length === BATCH && settled.length > 0) || released.length === BATCH };
+  const held = await staleReservations(minAgeMs, cursor.reservation, BATCH);
+  const released = await releaseAbandonedReservations(client, held, minAgeMs);
+  const full = open.length === BATCH || held.length === BATCH;
+  return { settled, released, ...(full && { next: { runKey: open.at(-1)?.runKey ?? cursor.runKey, reservation: held.at(-1) ?? cursor.reservation } }) };
 }
 
 /**
  * Gives back the reservations of runs that never ran: accepted, but their workflow never started, or
  * ended before any worker recorded them (terminated or timed out while queued). A recorded run gives
- * its reservation back when it settles, whether it ends normally or through settleAbandonedRuns.
+ * its reservation back when it settles, whether it ends normally or through the pass above.
  */
-async function releaseAbandonedReservations(client: Client, minAgeMs: number): Promise<string[]> {
+async function releaseAbandonedReservations(client: Client, runIds: string[], minAgeMs: number): Promise<string[]> {
   const released: string[] = [];
-  for (const runId of await staleReservations(minAgeMs, BATCH)) {
+  for (const runId of runIds) {
     if ((await runStatus(runId)) !== undefined) continue;
     if ((await describeRun(client, runId))?.state === 'open') continue;
-    const credits = await releaseReservation(runId);
+    const credits = await releaseReservation(runId, minAgeMs);
+    if (credits === 0) continue;
     logger.warn({ run_id: runId, credits }, 'reconciler released the reservation of a run that never ran');
     released.push(runId);
   }

@@ -15,8 +15,10 @@ interface Cached {
   until: number;
 }
 
-// Bounded, least recently used out: random keys sent by a prober cannot flush the keys in real use.
-const cache = new LRUCache<string, Cached>({ max: 10_000 });
+// Bounded, least recently used out. Keys that resolve and keys that do not are cached apart, so the
+// random keys a prober sends can only push out one another, never the keys in real use.
+const known = new LRUCache<string, Cached>({ max: 10_000 });
+const unknown = new LRUCache<string, Cached>({ max: 10_000 });
 const lastUsedWritten = new Map<number, number>();
 
 async function load(hash: string): Promise<Principal | null> {
@@ -51,10 +53,10 @@ export async function authenticate(authorization: string | undefined): Promise<P
   if (!match || !looksLikeApiKey(match[1])) throw unauthenticated();
   const hash = hashApiKey(match[1]);
   const now = Date.now();
-  let entry = cache.get(hash);
+  let entry = known.get(hash) ?? unknown.get(hash);
   if (!entry || entry.until <= now) {
     entry = { principal: await load(hash), until: now + CREDENTIAL_CACHE_MS };
-    cache.set(hash, entry);
+    (entry.principal ? known : unknown).set(hash, entry);
   }
   const principal = entry.principal;
   if (!principal || (principal.expiresAt !== null && principal.expiresAt <= now)) throw unauthenticated();
@@ -64,7 +66,8 @@ export async function authenticate(authorization: string | undefined): Promise<P
 
 /** Drops cached credentials (tests that revoke a key and want the effect without waiting). */
 export function forgetCredentials(): void {
-  cache.clear();
+  known.clear();
+  unknown.clear();
 }
 
 export function requireScope(principal: Principal, accepted: readonly Scope[]): void {

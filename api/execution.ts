@@ -12,6 +12,7 @@ import { findRunnableAgent, type RunnableAgent } from '../db/agents';
 import { reserveCredits } from '../db/creditReservations';
 import { documentExists } from '../db/documents';
 import { collectionExists } from '../db/knowledgeCollections';
+import { runStatus } from '../db/runs';
 import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
 import { workspaceOf } from './middleware/auth';
 import type { AppState } from './state';
@@ -103,6 +104,13 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
   const client = await temporal();
   const resumed = ctx.state.recovery?.resumed;
   if (resumed && (await describeRun(client, resumed))) return answer(ctx, runHandle(client, resumed), resumed, request.options, false);
+  // A run that was recorded but whose workflow Temporal no longer keeps (past its retention) is
+  // answered from its record: a resumed request never reserves or starts a run a second time.
+  if (resumed && (await runStatus(resumed)) !== undefined) {
+    ctx.state.runId = resumed;
+    ctx.body = await runAsItStands(ctx.state.principal!, resumed);
+    return;
+  }
 
   const principal = ctx.state.principal!;
   const workspace = workspaceOf(principal);
@@ -114,13 +122,16 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
 
   // A resumed request whose run never reached Temporal starts it now, under the id it recorded.
   const runId = resumed ?? mintId('run');
+  // The recovery point is stored before anything is held or started: from here on the key is never
+  // released, and a replay (which begins nothing) stops here.
+  await ctx.state.recovery?.begin(runId);
   // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
   // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
   const maximum = maxRunCost({
     config,
     request: [request.input, request.attachments],
     format: request.options.responseFormat,
-    toolsOffered: toolSpecs(config, request.options.toolPolicy).length > 0,
+    tools: toolSpecs(config, request.options.toolPolicy),
     memory: target.kind !== 'response' && request.options.memoryPolicy === 'auto',
   });
   if (!(await reserveCredits(workspace.id, runId, maximum))) {
@@ -148,8 +159,6 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     options: request.options,
     acceptedAt: Date.now(),
   };
-  // The recovery point is stored before the start: from here on the key is never released.
-  await ctx.state.recovery?.begin(runId);
   const handle = await startRun(client, input);
   await answer(ctx, handle, runId, request.options, !resumed);
 }

@@ -6,7 +6,7 @@ import { config } from '../infra/config';
 import type { RunOutcome } from '../domain/runs';
 import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../domain/streamEvents';
 import { redis } from '../db/redis';
-import { onShutdown } from './shutdown';
+import { isShuttingDown, onShutdown } from './shutdown';
 import type { AppState } from './state';
 
 /** How long a read blocks in Redis before the loop looks at the run's outcome again. */
@@ -53,14 +53,20 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   // This instance is shutting down: the stream ends, the run goes on, the client resumes elsewhere.
   let handedOver = false;
   let reader: Redis | undefined;
-  const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), config().sseKeepaliveMs);
+  // Nothing is written once the stream has ended (a shutdown may end it while a read is under way).
+  const write = (text: string) => {
+    if (!res.writableEnded) res.write(text);
+  };
+  const keepAlive = setInterval(() => write(': keep-alive\n\n'), config().sseKeepaliveMs);
   res.on('close', () => {
     closed = true;
     reader?.disconnect();
-    if (!terminal && !handedOver && o.cancelOnDisconnect) handle.cancel().catch(() => undefined);
+    // A connection closed while this instance shuts down was closed by the shutdown, not by the client.
+    if (!terminal && !handedOver && !isShuttingDown() && o.cancelOnDisconnect) handle.cancel().catch(() => undefined);
   });
   const unregister = onShutdown(() => {
     handedOver = true;
+    reader?.disconnect();
     res.end();
   });
 
@@ -83,7 +89,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
       }
       for (const [id, fields] of entries) {
         const [, type, , data] = fields;
-        res.write(sseFrame(type, data, id));
+        write(sseFrame(type, data, id));
         lastId = id;
         if (TERMINAL_EVENTS.has(type)) {
           terminal = true;
@@ -93,7 +99,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
       // The run is over and its stream had nothing more to say: emit the terminal event ourselves.
       if (!terminal && knewOutcome && entries.length === 0) {
         const event = terminalEvent(outcome!);
-        res.write(sseFrame(event.type, JSON.stringify(event.data)));
+        write(sseFrame(event.type, JSON.stringify(event.data)));
         terminal = true;
       }
     }

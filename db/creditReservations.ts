@@ -16,7 +16,8 @@ const RESERVE = statement(
    )
    INSERT INTO credit_reservations (run_public_id, workspace_id, credits) SELECT $2, $1, $3 FROM debit RETURNING credits`,
 );
-const HELD = statement('SELECT credits FROM credit_reservations WHERE run_public_id = $1');
+// Touched when a resumed request finds its hold, so the reconciler does not take it for abandoned.
+const HELD = statement('UPDATE credit_reservations SET created_at = now() WHERE run_public_id = $1 RETURNING credits');
 
 /** Holds `credits` for the run; false when the balance cannot cover them. A run reserved before stays reserved. */
 export async function reserveCredits(workspaceId: number, runId: string, credits: number, on: Sql = sql): Promise<boolean> {
@@ -30,21 +31,29 @@ export async function reserveCredits(workspaceId: number, runId: string, credits
 }
 
 const STALE = statement(
-  `SELECT run_public_id AS "runId" FROM credit_reservations WHERE created_at < now() - make_interval(secs => $1) ORDER BY created_at LIMIT $2`,
+  `SELECT run_public_id AS "runId" FROM credit_reservations
+    WHERE created_at < now() - make_interval(secs => $1) AND run_public_id > $2
+    ORDER BY run_public_id LIMIT $3`,
 );
 
-/** Reservations older than `minAgeMs`, oldest first: a run that settled gave its back, so these may be abandoned. */
-export async function staleReservations(minAgeMs: number, limit: number, on: Sql = sql): Promise<string[]> {
-  return (await on.rows<{ runId: string }>(STALE, [minAgeMs / 1000, limit])).map((r) => r.runId);
+/**
+ * Reservations older than `minAgeMs`, in run id order after `after` (run ids sort by time): a run
+ * that settled gave its back, so these may be abandoned.
+ */
+export async function staleReservations(minAgeMs: number, after: string, limit: number, on: Sql = sql): Promise<string[]> {
+  return (await on.rows<{ runId: string }>(STALE, [minAgeMs / 1000, after, limit])).map((r) => r.runId);
 }
 
+// Only if still old: a hold touched since it was looked at belongs to a run that is starting.
 const RELEASE = statement(
-  `WITH released AS (DELETE FROM credit_reservations WHERE run_public_id = $1 RETURNING workspace_id, credits)
+  `WITH released AS (
+     DELETE FROM credit_reservations WHERE run_public_id = $1 AND created_at < now() - make_interval(secs => $2) RETURNING workspace_id, credits
+   )
    UPDATE workspaces w SET credits = w.credits + released.credits FROM released WHERE w.id = released.workspace_id RETURNING released.credits`,
 );
 
-/** Gives a run's reservation back whole (the run never ran); 0 when there was none. */
-export async function releaseReservation(runId: string, on: Sql = sql): Promise<number> {
-  const [row] = await on.rows<{ credits: number }>(RELEASE, [runId]);
+/** Gives a run's reservation back whole (the run never ran) if it is still older than `minAgeMs`; 0 when nothing was given back. */
+export async function releaseReservation(runId: string, minAgeMs: number, on: Sql = sql): Promise<number> {
+  const [row] = await on.rows<{ credits: number }>(RELEASE, [runId, minAgeMs / 1000]);
   return row?.credits ?? 0;
 }

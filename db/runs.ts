@@ -181,6 +181,7 @@ export async function runStatus(publicId: string, on: Sql = sql): Promise<RunSta
 
 /** A run left open (queued or running), with what settling it needs. */
 export interface OpenRun {
+  runKey: number;
   runId: string;
   kind: RunKind;
   channel: string;
@@ -193,22 +194,23 @@ export interface OpenRun {
 }
 
 const OPEN_OLDER_THAN = statement(
-  `SELECT r.public_id, r.kind, r.channel, r.request_id, r.trace_id, r.metadata, r.created_at, r.agent_version,
+  `SELECT r.id, r.public_id, r.kind, r.channel, r.request_id, r.trace_id, r.metadata, r.created_at, r.agent_version,
           w.id AS workspace_id, w.public_id AS workspace_public_id, w.tenant_ref, p.public_id AS partner_public_id,
           a.id AS agent_id, a.public_id AS agent_public_id
      FROM runs r
      JOIN workspaces w ON w.id = r.workspace_id
      JOIN agents a ON a.id = r.agent_id
      LEFT JOIN partners p ON p.id = w.partner_id
-    WHERE r.status IN ('queued', 'running') AND coalesce(r.started_at, r.created_at) < now() - make_interval(secs => $1)
+    WHERE r.status IN ('queued', 'running') AND coalesce(r.started_at, r.created_at) < now() - make_interval(secs => $1) AND r.id > $2
     ORDER BY r.id
-    LIMIT $2`,
+    LIMIT $3`,
 );
 
-/** Open runs that began at least `minAgeMs` ago, oldest first. */
-export async function openRunsOlderThan(minAgeMs: number, limit: number, on: Sql = sql): Promise<OpenRun[]> {
-  const rows = await on.rows<Record<string, any>>(OPEN_OLDER_THAN, [minAgeMs / 1000, limit]);
+/** Open runs that began at least `minAgeMs` ago, in key order after `afterKey`. */
+export async function openRunsOlderThan(minAgeMs: number, afterKey: number, limit: number, on: Sql = sql): Promise<OpenRun[]> {
+  const rows = await on.rows<Record<string, any>>(OPEN_OLDER_THAN, [minAgeMs / 1000, afterKey, limit]);
   return rows.map((r) => ({
+    runKey: r.id,
     runId: r.public_id,
     kind: r.kind,
     channel: r.channel,

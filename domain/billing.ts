@@ -19,14 +19,17 @@ const TOOL_RESULT_TOKENS = 4_096;
 /**
  * The most a run can cost, known before it starts: every model call it may make (the first, one per
  * tool round, the repair), each with the largest prompt it can have (the request, the instructions,
- * the history memory sends, the tool rounds so far, the previous answer) and the output cap. The run
+ * the history memory sends, the tool rounds so far, the previous answer, the schema and tools it is
+ * given) and the output cap. The run
  * reserves this from its workspace's balance, and is never charged more than it reserved.
  */
-export function maxRunCost(r: { config: AgentConfig; request: unknown; format: ResponseFormat; toolsOffered: boolean; memory: boolean }): number {
+export function maxRunCost(r: { config: AgentConfig; request: unknown; format: ResponseFormat; tools: unknown[]; memory: boolean }): number {
+  const toolsOffered = r.tools.length > 0;
   const output = r.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
-  const calls = 1 + (r.toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
+  const calls = 1 + (toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
   const history = r.memory && r.config.memory?.enabled !== false ? (r.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES) * output : 0;
-  const toolRounds = r.toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
-  const prompt = estimateTokens(JSON.stringify([r.config.instructions ?? '', r.request])) + history + toolRounds + output;
+  const toolRounds = toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
+  // Every call sends the instructions, the request, the response format (its schema) and the tools offered.
+  const prompt = estimateTokens(JSON.stringify([r.config.instructions ?? '', r.request, r.format, r.tools])) + history + toolRounds + output;
   return calls * (prompt + output);
 }

@@ -24,7 +24,6 @@ export const SCHEMA_BOUNDS = {
 
 /** The first bound the schema exceeds, or undefined. Iterative: a deeply nested schema cannot overflow the stack. */
 function exceededBound(schema: Record<string, unknown>): string | undefined {
-  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_BOUNDS.bytes) return `response_format.schema is larger than ${SCHEMA_BOUNDS.bytes} bytes`;
   let keywords = 0;
   let properties = 0;
   const stack: [unknown, number][] = [[schema, 1]];
@@ -45,6 +44,8 @@ function exceededBound(schema: Record<string, unknown>): string | undefined {
       stack.push([value, depth + 1]);
     }
   }
+  // Measured last: JSON.stringify recurses, and only a schema known to be shallow is given to it.
+  if (Buffer.byteLength(JSON.stringify(schema)) > SCHEMA_BOUNDS.bytes) return `response_format.schema is larger than ${SCHEMA_BOUNDS.bytes} bytes`;
   return undefined;
 }
 

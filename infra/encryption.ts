@@ -1,5 +1,6 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { config } from './config';
+import { logger } from './logger';
 
 /**
  * AES-256-GCM under a key ring from configuration (PAYLOAD_ENCRYPTION_KEYS: `kid:base64key,…`, the
@@ -35,9 +36,10 @@ let ring: KeyRing | undefined;
 
 /** The process's key ring; without PAYLOAD_ENCRYPTION_KEYS, a development key derived from SIGNING_SECRET. */
 export function keyRing(): KeyRing {
-  ring ??= config().payloadEncryptionKeys
-    ? parseKeyRing(config().payloadEncryptionKeys!)
-    : parseKeyRing(`dev:${createHash('sha256').update(`payload-encryption:${config().signingSecret}`).digest('base64')}`);
+  if (ring) return ring;
+  const configured = config().payloadEncryptionKeys;
+  if (!configured) logger.warn('PAYLOAD_ENCRYPTION_KEYS is not set: payloads are sealed with a development key derived from SIGNING_SECRET; set a key ring in production');
+  ring = parseKeyRing(configured ?? `dev:${createHash('sha256').update(`payload-encryption:${config().signingSecret}`).digest('base64')}`);
   return ring;
 }
 

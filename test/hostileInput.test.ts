@@ -26,6 +26,9 @@ const refused = (a: Answer, bound: string) => {
 describe('a caller’s JSON Schema is bounded before it is compiled, without a credential', () => {
   it('refuses a schema nested too deep, one too large, one with too many keywords and one with too many properties, naming the bound', async () => {
     refused(await respond(withSchema(nested(500))), `deeper than ${SCHEMA_BOUNDS.depth}`);
+    // Arrays nested 100,000 deep: refused by the walk, never handed to anything that recurses.
+    const deepArrays = `{"agent":"agt_any","input":"hi","response_format":{"type":"json_schema","strict":true,"schema":{"type":"object","enum":${'['.repeat(100_000)}${']'.repeat(100_000)}}}}`;
+    refused(await call(api.url, 'POST', '/api/v2/responses', { raw: deepArrays }), `deeper than ${SCHEMA_BOUNDS.depth}`);
     refused(await respond(withSchema({ type: 'object', description: 'x'.repeat(SCHEMA_BOUNDS.bytes) })), `larger than ${SCHEMA_BOUNDS.bytes} bytes`);
     const manyKeywords = { type: 'object', properties: Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`p${i}`, { type: 'string', minLength: 1, maxLength: 9, pattern: '^p', title: 't', description: 'd', default: 'p' }])) };
     refused(await respond(withSchema(manyKeywords)), `more than ${SCHEMA_BOUNDS.keywords} keywords`);

@@ -15,6 +15,7 @@ import { hashApiKey } from '../domain/apiKeys';
 import { setClock } from '../domain/clock';
 import { mintId } from '../domain/ids';
 import { db } from '../db/sequelize';
+import { temporal } from '../infra/temporalClient';
 import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer } from './support/stack';
 
 let api: { url: string; close(): Promise<void> };
@@ -147,6 +148,37 @@ describe('concurrency', () => {
     }
     expect(answers.filter((a) => a.status === 409).length).toBeGreaterThan(0);
     expect(await providerRequests(t.model)).toHaveLength(1);
+    expect(await runsOf(t.workspace)).toBe(1);
+  });
+});
+
+describe('a run Temporal no longer keeps', () => {
+  it('is answered from its record on a replay, and nothing is held or started again', async () => {
+    const t = await tenant();
+    const body = { agent: t.agent, input: 'hello', stream: true };
+    const first = await respond(t.key, 'gone', body);
+    expect(first.status).toBe(200);
+    const runId = /"id":"(run_[0-9a-z]+)"/.exec(first.text)![1];
+    // As if the namespace's retention had passed.
+    const client = await temporal();
+    await client.workflowService.deleteWorkflowExecution({ namespace: 'default', workflowExecution: { workflowId: runId } });
+    await until(async () => {
+      try {
+        await client.workflow.getHandle(runId).describe();
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    const [before] = await db().query<{ credits: number }>('SELECT credits FROM workspaces WHERE public_id = :ws', { replacements: { ws: t.workspace }, type: QueryTypes.SELECT });
+    const replay = await respond(t.key, 'gone', body);
+    expect(replay.status).toBe(200);
+    expect(replay.body).toMatchObject({ id: runId, status: 'completed' });
+    const [after] = await db().query<{ credits: number; held: number }>(
+      'SELECT w.credits, (SELECT count(*)::int FROM credit_reservations c WHERE c.workspace_id = w.id) AS held FROM workspaces w WHERE w.public_id = :ws',
+      { replacements: { ws: t.workspace }, type: QueryTypes.SELECT },
+    );
+    expect(after).toEqual({ credits: before.credits, held: 0 });
     expect(await runsOf(t.workspace)).toBe(1);
   });
 });

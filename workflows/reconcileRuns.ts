@@ -17,10 +17,12 @@ const { settleAbandonedRuns } = proxyActivities<typeof activities>({
 export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[]; released: string[] }> {
   const settled: string[] = [];
   const released: string[] = [];
-  for (;;) {
-    const batch = await settleAbandonedRuns(minAgeMs);
-    settled.push(...batch.settled);
-    released.push(...batch.released);
-    if (!batch.more) return { settled, released };
-  }
+  let cursor: Awaited<ReturnType<typeof activities.settleAbandonedRuns>>['next'];
+  do {
+    const page = await settleAbandonedRuns(minAgeMs, cursor);
+    settled.push(...page.settled);
+    released.push(...page.released);
+    cursor = page.next;
+  } while (cursor);
+  return { settled, released };
 }

@@ -3,6 +3,7 @@ import type { Middleware } from 'koa';
 import { timingSafeEqual } from 'node:crypto';
 import type { Payload } from '@temporalio/common';
 import { ServiceError } from '../../../domain/errors';
+import { addressRefusedFor, recordAuthFailure } from '../../authFailures';
 import { config } from '../../../infra/config';
 import { payloadCodec } from '../../../infra/payloadCodec';
 import { validate, type Input } from '../../middleware/validate';
@@ -24,9 +25,15 @@ const toWire = (p: Payload): WirePayload => ({
 const operator: Middleware<AppState> = async (ctx, next) => {
   const token = config().codecOperatorToken;
   if (!token) throw new ServiceError('not_implemented', 'The codec endpoint is off: set CODEC_OPERATOR_TOKEN to serve it.');
+  const wait = addressRefusedFor(ctx.ip);
+  if (wait !== undefined) throw new ServiceError('rate_limited', 'Too many failed authentications from this address; retry after the window ends.', { 'Retry-After': String(wait) });
   const sent = Buffer.from(/^Bearer\s+(\S+)$/i.exec(ctx.get('Authorization'))?.[1] ?? '');
   const expected = Buffer.from(token);
-  if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) throw new ServiceError('authentication_error', 'The codec endpoint needs the operator token: Authorization: Bearer <CODEC_OPERATOR_TOKEN>.');
+  if (sent.length !== expected.length || !timingSafeEqual(sent, expected)) {
+    // Guesses at the operator token count like guesses at API keys.
+    if (sent.length > 0) await recordAuthFailure(ctx.ip);
+    throw new ServiceError('authentication_error', 'The codec endpoint needs the operator token: Authorization: Bearer <CODEC_OPERATOR_TOKEN>.');
+  }
   await next();
 };
 
