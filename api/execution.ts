@@ -103,13 +103,16 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
 export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget): Promise<void> {
   const client = await temporal();
   const resumed = ctx.state.recovery?.resumed;
-  if (resumed && (await describeRun(client, resumed))) return answer(ctx, runHandle(client, resumed), resumed, request.options, false);
-  // A run that was recorded but whose workflow Temporal no longer keeps (past its retention) is
-  // answered from its record: a resumed request never reserves or starts a run a second time.
-  if (resumed && (await runStatus(resumed)) !== undefined) {
-    ctx.state.runId = resumed;
-    ctx.body = await runAsItStands(ctx.state.principal!, resumed);
-    return;
+  if (resumed) {
+    // Looked up in this order: a run recorded before the lookup had a workflow, so if Temporal no
+    // longer keeps it (past its retention) it is answered from its record, never held or started again.
+    const recorded = (await runStatus(resumed)) !== undefined;
+    if (await describeRun(client, resumed)) return answer(ctx, runHandle(client, resumed), resumed, request.options, false);
+    if (recorded) {
+      ctx.state.runId = resumed;
+      ctx.body = await runAsItStands(ctx.state.principal!, resumed);
+      return;
+    }
   }
 
   const principal = ctx.state.principal!;
