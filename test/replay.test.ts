@@ -13,7 +13,7 @@ import { call, closeAll, scriptModel, startApi, tenant } from './support/stack';
 import { allFrames, frames, openStream } from './support/sse';
 
 /**
- * Replay tests: the recorded histories of representative runs must replay against the workflow code
+ * Replay tests: the recorded histories of representative runs (and of the reconciler) must replay against the workflow code
  * as it is now, so a change that would break runs in flight (non-determinism) fails here. After an
  * intended change of a workflow's commands, re-record with `npm run record-histories` (README,
  * "Changing a workflow"); to keep runs in flight working across such a change, use patched().
@@ -87,6 +87,12 @@ if (process.env.RECORD_HISTORIES) {
       await scriptModel(t.model, [{ text: 'too late', delayMs: 3000 }]);
       await record('timeout', (await respond(t.key, { agent: t.agent, input: 'hi', timeout_ms: 1000 })).body.id);
     });
+    it('reconcile', async () => {
+      // A pass over nothing old enough to touch: the reconciler's own workflow, page by page.
+      const workflowId = `reconcile-record-${Date.now()}`;
+      await client.workflow.execute('reconcileRuns', { taskQueue: 'background', workflowId, args: [3_600_000] });
+      await record('reconcile', workflowId);
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -96,7 +102,7 @@ if (process.env.RECORD_HISTORIES) {
 } else {
   it('replays every recorded run history against the current workflow code', async () => {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(names.sort()).toEqual(['cancel', 'handoff', 'plain', 'repair', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel', 'handoff', 'plain', 'reconcile', 'repair', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {
