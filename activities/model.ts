@@ -12,6 +12,7 @@ import { modelProvider } from './providers';
 import { ProviderError, type ChatMessage } from './providers/types';
 import type { StreamEventType } from '../domain/streamEvents';
 import type { ToolCall, ToolSpec, ToolTurn } from '../domain/tools';
+import type { Passage } from '../domain/knowledge';
 
 export interface GenerateInput {
   runId: string;
@@ -32,6 +33,8 @@ export interface GenerateInput {
   tools: ToolSpec[];
   toolChoice: 'auto' | 'required';
   toolTurns: ToolTurn[];
+  /** Passages retrieved for the run, sent as labelled context with every call. */
+  knowledge?: Passage[];
 }
 
 export interface GenerateResult {
@@ -78,7 +81,7 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
   const events = new RunEvents(input.runId);
   const attempt = ctx.info.attempt;
   const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
-  const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns });
+  const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge });
   if (input.stream && attempt > 1) await resetStreamedCall(events, input, attempt, messages, deltaType);
   let streamed = '';
   const signal = callSignal(input.deadline);

@@ -1,6 +1,7 @@
 import type { AgentConfig } from '../domain/agents';
 import type { Attachment, ResponseFormat } from '../domain/runs';
 import type { ToolTurn } from '../domain/tools';
+import { knowledgeContext, type Passage } from '../domain/knowledge';
 import type { ChatMessage } from './providers/types';
 
 export interface PromptParts {
@@ -13,6 +14,8 @@ export interface PromptParts {
   toolTurns?: ToolTurn[];
   /** The rejected reply and what was wrong with it, for the one repair attempt. */
   repair?: { previous: string; problems: string[] };
+  /** Retrieved passages: a labelled message of their own, never part of the instructions. */
+  knowledge?: Passage[];
 }
 
 const TASK_LINE = 'Task: handle the structured input below as your instructions describe.';
@@ -36,12 +39,17 @@ export function userContent(input: string | Record<string, unknown>, attachments
   return `${body}\n\nAttachments:\n${listed.join('\n')}`;
 }
 
-/** The one place prompts are put together: system from the agent version, then history, then the turn. */
+/**
+ * The one place prompts are put together: system from the agent version, then history, then the
+ * retrieved knowledge (data, labelled as such, in a message of its own), then the turn.
+ */
 export function assemblePrompt(parts: PromptParts): ChatMessage[] {
   const system = [parts.config.instructions, formatInstruction(parts.format)].filter(Boolean).join('\n\n');
   const messages: ChatMessage[] = [];
   if (system) messages.push({ role: 'system', content: system });
-  messages.push(...parts.history, { role: 'user', content: userContent(parts.input, parts.attachments) }, ...(parts.toolTurns ?? []));
+  messages.push(...parts.history);
+  if (parts.knowledge?.length) messages.push({ role: 'user', content: knowledgeContext(parts.knowledge) });
+  messages.push({ role: 'user', content: userContent(parts.input, parts.attachments) }, ...(parts.toolTurns ?? []));
   if (parts.repair) {
     messages.push(
       { role: 'assistant', content: parts.repair.previous },

@@ -13,6 +13,7 @@ import { config } from '../infra/config';
 import { heartbeating } from './bounded';
 import { callModel, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
+import type { PassageRef } from '../domain/knowledge';
 
 export interface BegunRun {
   runKey: number;
@@ -130,6 +131,8 @@ export interface Settlement {
   /** The assistant stopped for a person: handoff.requested is written with the settlement. */
   handoff?: { reason: string };
   error?: { code: ErrorCode; message: string };
+  /** What retrieval gave the model (ids and ranks, never text), for the run's log entry. */
+  knowledge?: PassageRef[];
 }
 
 export function runResponse(input: RunInput, begun: BegunRun, fields: { status: RunStatus; output: OutputItem[]; usage: Usage }): RunResponse {
@@ -181,6 +184,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         latencyMs: Math.max(0, Date.now() - input.acceptedAt),
         model: s.model,
         toolNames: s.toolNames,
+        knowledge: s.knowledge ?? [],
       },
       sql,
     );

@@ -6,6 +6,9 @@ import { requestContext } from './middleware/requestContext';
 import { agentsRoutes } from './routes/agents/agents';
 import { codecRoutes } from './routes/codec/codec';
 import { conversationsRoutes } from './routes/conversations/conversations';
+import { documentsRoutes } from './routes/documents/documents';
+import { documentTransfersRoutes } from './routes/documentTransfers/documentTransfers';
+import { knowledgeRoutes } from './routes/knowledge/knowledge';
 import { healthRoutes } from './routes/health/health';
 import { logsRoutes } from './routes/logs/logs';
 import { responsesRoutes } from './routes/responses/responses';
@@ -27,8 +30,14 @@ export function createApp(): Koa<AppState> {
   runsRoutes(router);
   logsRoutes(router);
   codecRoutes(router);
+  documentsRoutes(router);
+  knowledgeRoutes(router);
+  // Uploads stream their raw bytes to storage: they are routed before the JSON body parser reads anything.
+  const rawBodyRouter = new Router<AppState>();
+  documentTransfersRoutes(rawBodyRouter);
   app.use(requestContext);
   app.use(errorEnvelope);
+  app.use(rawBodyRouter.routes());
   app.use(jsonBody);
   app.use(router.routes());
   // Errors are answered in the envelope; Koa's own error printing would only duplicate them.

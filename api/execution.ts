@@ -11,7 +11,9 @@ import type { ConversationRecord } from '../db/conversations';
 import { findRunnableAgent, type RunnableAgent } from '../db/agents';
 import { reserveCredits } from '../db/creditReservations';
 import { documentExists } from '../db/documents';
-import { collectionExists } from '../db/knowledgeCollections';
+import { collectionExists, collectionName } from '../db/knowledgeCollections';
+import { documentIndexedIn } from '../db/knowledgeChunks';
+import { knowledgePlan, type KnowledgePlan } from '../domain/knowledge';
 import { runStatus } from '../db/runs';
 import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
 import { workspaceOf } from './middleware/auth';
@@ -37,15 +39,26 @@ function configurationFor(agent: RunnableAgent, choice: ConfigurationChoice): { 
   return { version: agent.publishedVersion, config: agent.publishedConfig };
 }
 
+/** Whether the resource is in the knowledge the run retrieves from (a document indexed in, or one of, its collections). */
+async function inKnowledge(workspaceId: number, id: string, plan: KnowledgePlan): Promise<boolean> {
+  if (hasPrefix('document', id)) return documentIndexedIn(workspaceId, plan.collections, id);
+  const name = await collectionName(workspaceId, id);
+  return name !== undefined && plan.collections.includes(name);
+}
+
 /**
  * request_context.resource_id narrows the run to one document or knowledge collection of the
- * workspace. A resource the caller cannot reach is refused, never silently narrowed to nothing.
+ * workspace. A resource the caller cannot reach is refused, never silently narrowed to nothing: so is
+ * one outside the agent's knowledge when the run retrieves.
  */
-async function requireReachable(workspaceId: number, resourceId: unknown): Promise<string | undefined> {
+async function requireReachable(workspaceId: number, resourceId: unknown, plan: KnowledgePlan): Promise<string | undefined> {
   if (resourceId === undefined) return undefined;
   const id = String(resourceId);
   const exists = hasPrefix('document', id) ? documentExists : hasPrefix('collection', id) ? collectionExists : undefined;
   if (!exists || !(await exists(workspaceId, id))) throw new ServiceError('invalid_context', 'request_context.resource_id names a resource this credential cannot reach.');
+  if (plan.collections.length > 0 && !(await inKnowledge(workspaceId, id, plan))) {
+    throw new ServiceError('invalid_context', "request_context.resource_id names a resource outside this agent's knowledge; ingest it into one of the agent's collections first.");
+  }
   return id;
 }
 
@@ -121,7 +134,8 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
   if (!agent) throw notFound('agent_not_found');
   const choice = chooseConfiguration(agent.status, request.options.preview, principal.scopes.has('agent:preview'));
   const { version, config } = configurationFor(agent, choice);
-  const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id);
+  const knowledge = knowledgePlan(config, request.options.knowledgePolicy);
+  const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id, knowledge);
 
   // A resumed request whose run never reached Temporal starts it now, under the id it recorded.
   const runId = resumed ?? mintId('run');
@@ -136,6 +150,7 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     format: request.options.responseFormat,
     tools: toolSpecs(config, request.options.toolPolicy),
     memory: target.kind !== 'response' && request.options.memoryPolicy === 'auto',
+    knowledge: knowledge.collections.length > 0,
   });
   if (!(await reserveCredits(workspace.id, runId, maximum))) {
     throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);

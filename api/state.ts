@@ -1,6 +1,7 @@
 import type { Scope } from '../domain/scopes';
 import type { KeyKind } from '../domain/apiKeys';
 import type { ConversationRecord } from '../db/conversations';
+import type { StoredDocument } from '../db/documents';
 
 /** Who is calling: resolved from the credential only, never from the body. */
 export interface Principal {
@@ -30,6 +31,8 @@ export interface AppState {
   recovery?: RecoveryPoint;
   /** The answer is not the request's outcome yet (its work goes on): idempotent() does not store it. */
   provisional?: boolean;
+  /** The document a transfer grant names, re-read when the grant was redeemed. */
+  document?: StoredDocument;
 }
 
 /** Stripe's recovery point, as an idempotent endpoint sees it. */

@@ -3,6 +3,8 @@ import { ServiceError, type ErrorCode } from '../domain/errors';
 const NOT_FOUND_MESSAGE: Partial<Record<ErrorCode, string>> = {
   agent_not_found: 'No such agent.',
   conversation_not_found: 'No such conversation.',
+  document_not_found: 'No such document.',
+  ingestion_not_found: 'No such knowledge ingestion.',
   run_not_found: 'No such run.',
 };
 

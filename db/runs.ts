@@ -1,3 +1,4 @@
+import type { PassageRef } from '../domain/knowledge';
 import type { RunStatus } from '../domain/errors';
 import type { OutputItem, RunKind } from '../domain/runs';
 import type { Usage } from '../domain/usage';
@@ -79,8 +80,8 @@ const SETTLE = statement(
    ), line AS (
      INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge
    ), log AS (
-     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code)
-     VALUES ($12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6)
+     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code, knowledge)
+     VALUES ($12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19)
    )
    UPDATE workspaces SET credits = credits + (SELECT held - credits FROM charge) WHERE id = $1
    RETURNING credits, usage_threshold AS "usageThreshold", (SELECT credits FROM charge) AS charged`,
@@ -102,6 +103,8 @@ export interface RunSettlement {
   latencyMs: number;
   model: string;
   toolNames: string[];
+  /** Retrieved chunks: ids and ranks only. */
+  knowledge: PassageRef[];
 }
 
 /** Settles a locked run (inside the caller's transaction); returns what it was charged and the workspace's new balance and threshold. */
@@ -125,6 +128,7 @@ export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ char
     s.usage.cached_tokens,
     s.toolNames,
     s.runId,
+    JSON.stringify(s.knowledge),
   ]);
   return balance;
 }

@@ -35,3 +35,11 @@ export async function creditWorkspace(publicId: string, amount: number, on: Sql 
   const [row] = await on.rows<{ credits: number }>(CREDIT, [publicId, amount]);
   return row?.credits;
 }
+
+const BALANCE = statement('SELECT credits FROM workspaces WHERE id = $1');
+
+/** The workspace's credit balance now. */
+export async function workspaceBalance(workspaceId: number, on: Sql = sql): Promise<number> {
+  const [row] = await on.rows<{ credits: number }>(BALANCE, [workspaceId]);
+  return row?.credits ?? 0;
+}

@@ -2,6 +2,7 @@ import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } 
 import { REPAIR_ATTEMPTS, type ResponseFormat } from './runs';
 import { MAX_TOOL_ROUNDS } from './tools';
 import { estimateTokens, type Usage } from './usage';
+import { KNOWLEDGE_CONTEXT_TOKENS } from './knowledge';
 
 /** The ledger line a run bills to: its channel, or the conversation's when it stated none. */
 export function ledgerLine(channel: string, conversationChannel: string | undefined): string {
@@ -23,13 +24,13 @@ const TOOL_RESULT_TOKENS = 4_096;
  * given) and the output cap. The run
  * reserves this from its workspace's balance, and is never charged more than it reserved.
  */
-export function maxRunCost(r: { config: AgentConfig; request: unknown; format: ResponseFormat; tools: unknown[]; memory: boolean }): number {
+export function maxRunCost(r: { config: AgentConfig; request: unknown; format: ResponseFormat; tools: unknown[]; memory: boolean; knowledge: boolean }): number {
   const toolsOffered = r.tools.length > 0;
   const output = r.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   const calls = 1 + (toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
   const history = r.memory && r.config.memory?.enabled !== false ? (r.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES) * output : 0;
   const toolRounds = toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
-  // Every call sends the instructions, the request, the response format (its schema) and the tools offered.
-  const prompt = estimateTokens(JSON.stringify([r.config.instructions ?? '', r.request, r.format, r.tools])) + history + toolRounds + output;
+  // Every call sends the instructions, the request, the response format (its schema), the tools offered and the retrieved passages.
+  const prompt = estimateTokens(JSON.stringify([r.config.instructions ?? '', r.request, r.format, r.tools])) + history + toolRounds + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);
   return calls * (prompt + output);
 }

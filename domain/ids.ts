@@ -35,6 +35,7 @@ export const ID_PREFIX = {
   key: 'key_',
   log: 'log_',
   collection: 'col_',
+  chunk: 'chk_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
@@ -50,4 +51,9 @@ export function mintTraceId(): string {
 
 export function hasPrefix(kind: IdKind, value: string): boolean {
   return value.startsWith(ID_PREFIX[kind]);
+}
+
+/** Whether the value is a public id of this kind as mintId writes it (prefix, then a lowercase ULID). */
+export function isPublicId(kind: IdKind, value: string): boolean {
+  return value.startsWith(ID_PREFIX[kind]) && /^[0-9a-hjkmnp-tv-z]{26}$/.test(value.slice(ID_PREFIX[kind].length));
 }

@@ -15,6 +15,16 @@ function str(name: string, fallback: string): string {
   return raw === undefined || raw === '' ? fallback : raw;
 }
 
+function flag(name: string): boolean {
+  return ['1', 'true', 'yes', 'on'].includes(str(name, '').toLowerCase());
+}
+
+function documentStorage(): 'postgres' | 's3' {
+  const value = str('DOCUMENT_STORAGE', 'postgres');
+  if (value !== 'postgres' && value !== 's3') throw new Error(`DOCUMENT_STORAGE must be postgres or s3, got "${value}"`);
+  return value;
+}
+
 export interface Config {
   port: number;
   databaseUrl: string;
@@ -50,6 +60,15 @@ export interface Config {
   statelessStreamTtlS: number;
   /** Browser origins (a Temporal UI) allowed to call the codec endpoint. */
   codecAllowedOrigins: string[];
+  /** Documents: where new uploads are stored, the size bound, and how long transfer grants last. */
+  documents: {
+    storage: 'postgres' | 's3';
+    maxBytes: number;
+    uploadGrantTtlS: number;
+    downloadGrantTtlS: number;
+  };
+  /** The S3-compatible backend (credentials come from the AWS SDK's usual chain, AWS_ACCESS_KEY_ID and so on). */
+  s3: { bucket: string; region: string; endpoint: string | undefined; forcePathStyle: boolean };
 }
 
 export function loadConfig(): Config {
@@ -75,7 +94,7 @@ export function loadConfig(): Config {
       agent: int('RATE_LIMIT_AGENT', 300),
       principal: int('RATE_LIMIT_PRINCIPAL', 60),
     },
-    webhookAllowPrivateTargets: ['1', 'true', 'yes', 'on'].includes(str('WEBHOOK_ALLOW_PRIVATE_TARGETS', '').toLowerCase()),
+    webhookAllowPrivateTargets: flag('WEBHOOK_ALLOW_PRIVATE_TARGETS'),
     mcpAllowedOrigins: str('MCP_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: str('LOG_LEVEL', 'info'),
     workerShutdownGraceMs: int('WORKER_SHUTDOWN_GRACE_MS', WORKER_SHUTDOWN_GRACE_MS),
@@ -87,6 +106,18 @@ export function loadConfig(): Config {
     codecOperatorToken: process.env.CODEC_OPERATOR_TOKEN || undefined,
     statelessStreamTtlS: int('STATELESS_STREAM_TTL_S', 300),
     codecAllowedOrigins: str('CODEC_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
+    documents: {
+      storage: documentStorage(),
+      maxBytes: int('DOCUMENT_MAX_BYTES', 100 * 1024 * 1024),
+      uploadGrantTtlS: int('DOCUMENT_UPLOAD_TTL_S', 3600),
+      downloadGrantTtlS: int('DOCUMENT_DOWNLOAD_TTL_S', 900),
+    },
+    s3: {
+      bucket: str('S3_BUCKET', 'agent-execution-documents'),
+      region: str('S3_REGION', 'us-east-1'),
+      endpoint: process.env.S3_ENDPOINT || undefined,
+      forcePathStyle: flag('S3_FORCE_PATH_STYLE'),
+    },
   };
 }
 

@@ -139,7 +139,7 @@ describe('outbox', () => {
 describe('credit reservations', () => {
   it('holds each run’s maximum cost: of 20 concurrent runs on a balance for 5, 5 run, the rest are 402, and the balance never goes below zero', async () => {
     const config = { max_output_tokens: 50 };
-    const maximum = maxRunCost({ config, request: ['hi', []], format: { type: 'text' }, tools: [], memory: false });
+    const maximum = maxRunCost({ config, request: ['hi', []], format: { type: 'text' }, tools: [], memory: false, knowledge: false });
     const t = await tenant({ credits: 5 * maximum + maximum - 1, config });
     await scriptModel(t.model, Array.from({ length: 20 }, () => ({ text: 'ok', delayMs: 500 })));
     const answers = await Promise.all(Array.from({ length: 20 }, () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } })));

@@ -16,6 +16,7 @@ import { REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInpu
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
+import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
 
 /**
  * Model calls and HTTP tools are retried alike on purpose: both are remote calls billed or felt by
@@ -29,6 +30,19 @@ const REMOTE_CALL_RETRY: RetryPolicy = {
   maximumInterval: '5s',
   maximumAttempts: 3,
 };
+
+/**
+ * Retrieval is one indexed query: retried quickly a few times (a database blip), then the run fails
+ * with knowledge_unavailable rather than answer without it. A run with no knowledge to retrieve
+ * from under `required` is final at once.
+ */
+const RETRIEVAL_RETRY: RetryPolicy = {
+  initialInterval: '200ms',
+  backoffCoefficient: 2,
+  maximumInterval: '2s',
+  maximumAttempts: 3,
+};
+const RETRIEVAL_ATTEMPT_TIMEOUT = '10s';
 
 /**
  * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds. A run
@@ -96,6 +110,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
       retry: REMOTE_CALL_RETRY,
     });
+  const retrieveKnowledge = (request: Parameters<typeof activities.retrieveKnowledge>[0]) =>
+    proxyActivities<typeof activities>({ startToCloseTimeout: RETRIEVAL_ATTEMPT_TIMEOUT, scheduleToCloseTimeout: budget(), retry: RETRIEVAL_RETRY }).retrieveKnowledge(request);
   const callTool = (call: Parameters<typeof activities.callTool>[0]) =>
     proxyActivities<typeof activities>({ startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
 
@@ -111,6 +127,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const toolNames: string[] = [];
   let handoff: { reason: string } | undefined;
   let calls = 0;
+  const knowledge = knowledgePlan(input.agent.config, input.options.knowledgePolicy);
+  let passages: Passage[] = [];
 
   const ask = async (repair?: { previous: string; problems: string[] }) => {
     const call = {
@@ -123,6 +141,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       toolChoice: policy === 'required' && toolTurns.length === 0 ? ('required' as const) : ('auto' as const),
       toolTurns: [...toolTurns],
       repair,
+      knowledge: passages,
     };
     let reply;
     if (!begun) {
@@ -161,7 +180,31 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     }
   }
 
+  /** The agent's knowledge for this input, before any model call; a failure when the run cannot go without it. */
+  async function retrieve(): Promise<Failure | undefined> {
+    const unavailable: Failure = { code: 'knowledge_unavailable', message: 'Knowledge retrieval is unavailable, and the run does not answer without it.' };
+    if (knowledge.collections.length === 0) {
+      return knowledge.required ? { ...unavailable, message: 'The agent has no knowledge to retrieve from, and the request requires retrieval.' } : undefined;
+    }
+    try {
+      passages = await retrieveKnowledge({
+        workspaceId: input.workspace.id,
+        collections: knowledge.collections,
+        query: retrievalQuery(input.input),
+        resourceId: input.resourceId,
+        required: knowledge.required,
+      });
+      return undefined;
+    } catch (err) {
+      if (isCancellation(err) || err instanceof DeadlinePassed || ranOutOfTime(err)) throw err;
+      const failure = failureOf(err, deadline);
+      return failure.code === 'knowledge_unavailable' ? failure : unavailable;
+    }
+  }
+
   async function respond(): Promise<OutputItem[] | Failure> {
+    const refused = await retrieve();
+    if (refused) return refused;
     let reply = await ask();
     for (let round = 0; reply.toolCalls.length > 0; round++) {
       if (round === MAX_TOOL_ROUNDS) return { code: 'tool_execution_failed', message: `The agent did not answer within ${MAX_TOOL_ROUNDS} tool rounds.` };
@@ -184,7 +227,9 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   }
 
   const settle = (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) =>
-    CancellationScope.nonCancellable(() => settleRun({ input, status, output, usage, model, toolNames, handoff, error }));
+    CancellationScope.nonCancellable(() =>
+      settleRun({ input, status, output, usage, model, toolNames, handoff, error, knowledge: passages.map(({ chunk, document, rank }) => ({ chunk, document, rank })) }),
+    );
 
   try {
     const result = await respond();

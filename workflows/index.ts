@@ -1,2 +1,3 @@
 export { agentRun } from './agentRun';
+export { knowledgeIngestion } from './knowledgeIngestion';
 export { reconcileRuns } from './reconcileRuns';

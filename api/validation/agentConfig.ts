@@ -1,6 +1,7 @@
 import * as yup from 'yup';
 import type { AgentConfig } from '../../domain/agents';
 import { config } from '../../infra/config';
+import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../../domain/knowledge';
 
 const toolSchema = yup.lazy((tool: { type?: string } | undefined) =>
   tool?.type === 'handoff'
@@ -24,6 +25,9 @@ const toolSchema = yup.lazy((tool: { type?: string } | undefined) =>
         .strict(),
 );
 
+/** Collections an agent retrieves from, at most. */
+const MAX_AGENT_COLLECTIONS = 20;
+
 /** An agent's configuration: what callers may not send comes only from here. */
 export const agentConfigSchema = yup
   .object({
@@ -31,7 +35,13 @@ export const agentConfigSchema = yup
     model: yup.string().max(200),
     temperature: yup.number().min(0).max(2),
     tools: yup.array(toolSchema),
-    knowledge: yup.object({ collections: yup.array(yup.string().required()), policy: yup.string().oneOf(['auto', 'none', 'required']) }).noUnknown().strict(),
+    knowledge: yup
+      .object({
+        collections: yup.array(yup.string().required().matches(COLLECTION_NAME, COLLECTION_NAME_RULE)).max(MAX_AGENT_COLLECTIONS),
+        policy: yup.string().oneOf(['auto', 'none', 'required']),
+      })
+      .noUnknown()
+      .strict(),
     memory: yup.object({ enabled: yup.boolean(), max_messages: yup.number().integer().min(0).max(200) }).noUnknown().strict(),
     max_output_tokens: yup.number().integer().min(1),
   })

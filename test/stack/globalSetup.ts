@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { startDevServer } from '../../workers/temporalDevServer';
 import { StubProvider } from './stubProvider';
+import { startS3Server } from './s3Server';
 import type { StackHandles } from './globalTeardown';
 
 /**
@@ -9,7 +10,7 @@ import type { StackHandles } from './globalTeardown';
  * Test files inherit the environment set here and start their own in-process API.
  */
 export default async function globalSetup(): Promise<void> {
-  const temporal = await startDevServer();
+  const [temporal, s3] = await Promise.all([startDevServer(), startS3Server()]);
   const stub = new StubProvider();
   const stubUrl = await stub.start();
   const database = `aes_test_${randomBytes(4).toString('hex')}`;
@@ -32,6 +33,6 @@ export default async function globalSetup(): Promise<void> {
   await migrate();
   const { startWorkers } = await import('../../workers/worker');
   const workers = await startWorkers(['agent-runs', 'background', 'webhooks']);
-  const handles: StackHandles = { temporal: temporal.process, stub, workers, database };
+  const handles: StackHandles = { temporal: temporal.process, s3, stub, workers, database };
   (globalThis as { __stack?: StackHandles }).__stack = handles;
 }

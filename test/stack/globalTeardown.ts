@@ -5,6 +5,7 @@ import type { StubProvider } from './stubProvider';
 
 export interface StackHandles {
   temporal: ChildProcess;
+  s3: ChildProcess;
   stub: StubProvider;
   workers: RunningWorkers;
   database: string;
@@ -17,13 +18,18 @@ export default async function globalTeardown(): Promise<void> {
   const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis'), import('../../infra/temporalClient')]);
   await Promise.all([closeDb(), closeRedis(), closeTemporal()]);
   await stack.stub.stop();
-  const exited = new Promise((resolve) => stack.temporal.once('exit', resolve));
-  stack.temporal.kill('SIGTERM');
-  const force = setTimeout(() => stack.temporal.kill('SIGKILL'), 5000);
-  await exited;
-  clearTimeout(force);
+  await Promise.all([stop(stack.temporal), stop(stack.s3)]);
   const admin = new Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS "${stack.database}" WITH (FORCE)`);
   await admin.end();
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  const force = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(force);
 }

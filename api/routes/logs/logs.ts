@@ -27,6 +27,7 @@ export function logsRoutes(router: Router<AppState>): void {
         usage: { input_tokens: l.input_tokens, output_tokens: l.output_tokens, total_tokens: l.total_tokens, cached_tokens: l.cached_tokens },
         tool_names: l.tool_names,
         error_code: l.error_code,
+        knowledge: l.knowledge,
         created_at: l.created_at.toISOString(),
       }));
       ctx.body = { object: 'list', data, next: rows.length > limit ? encodeCursor(data[data.length - 1].id) : null };

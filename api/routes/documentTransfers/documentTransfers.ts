@@ -1,0 +1,64 @@
+import { randomUUID } from 'node:crypto';
+import { pipeline } from 'node:stream';
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { documentObject } from '../../../domain/documents';
+import { invalidRequest, ServiceError } from '../../../domain/errors';
+import { finishUpload, findGrantedDocument } from '../../../db/documents';
+import { logger } from '../../../infra/logger';
+import { uploadStore } from '../../../storage/documentStore';
+import { sendDocument, storedObject } from '../../documents';
+import { redeemGrant } from '../../middleware/redeemGrant';
+import { validate, type Input } from '../../middleware/validate';
+import type { AppState } from '../../state';
+import { notFound } from '../../tenancy';
+import { tooLarge, UploadMeter } from '../../uploadMeter';
+import { RedeemGrant } from './schema';
+
+type Ctx = Context & { state: AppState };
+
+const alreadyUploaded = () => new ServiceError('document_already_uploaded', 'This document was uploaded already; an upload grant is redeemed once. Create a new document to upload other bytes.');
+
+/**
+ * Redeems an upload grant with the raw bytes, streamed to storage (never held whole): exactly the
+ * declared size, hashed on the way. Concurrent uploads each write under their own key; the first to
+ * finish is the document's, the others are removed.
+ */
+async function upload(ctx: Ctx): Promise<void> {
+  const document = ctx.state.document!;
+  if (document.status !== 'pending') throw alreadyUploaded();
+  // A refusal while the client may still be sending closes the connection rather than read the rest.
+  ctx.set('Connection', 'close');
+  const declared = ctx.request.length;
+  if (declared !== undefined && declared > document.size_bytes) throw tooLarge(document.size_bytes);
+  if (declared !== undefined && declared < document.size_bytes) throw invalidRequest(`The upload is ${declared} bytes; the document declared size_bytes ${document.size_bytes}.`);
+  const store = uploadStore();
+  const object = storedObject(document, randomUUID());
+  const meter = new UploadMeter(document.size_bytes);
+  try {
+    await store.write(object, pipeline(ctx.req, meter, () => undefined), document.size_bytes);
+  } catch (err) {
+    await store.remove(object).catch(() => undefined);
+    // The client going away mid-upload is not the service's failure.
+    throw meter.failure ?? (ctx.req.destroyed ? invalidRequest('The upload was interrupted before its end.') : err);
+  }
+  if (!(await finishUpload(document.id, { sha256: meter.digest(), storage: store.name, storageKey: object.uploadKey }))) {
+    // Another upload finished first, or the document was deleted meanwhile.
+    await store.remove(object).catch(() => undefined);
+    if (!(await findGrantedDocument(document.workspace, document.public_id))) throw notFound('document_not_found');
+    throw alreadyUploaded();
+  }
+  await store.removeOthers(object).catch((err) => logger.warn({ err: String(err), document: document.public_id }, 'earlier upload attempts not removed'));
+  ctx.remove('Connection');
+  ctx.body = documentObject((await findGrantedDocument(document.workspace, document.public_id)) ?? document);
+}
+
+/** The token-addressed transfers (no credential but the token); mounted before the JSON body parser. */
+export function documentTransfersRoutes(router: Router<AppState>): void {
+  // POST exists for clients that cannot PUT: the same capability and checks.
+  for (const method of ['put', 'post'] as const) {
+    router[method]<{ input: Input<typeof RedeemGrant> }>('/api/v2/documents/uploads/:token', validate(RedeemGrant), redeemGrant('upload'), upload);
+  }
+
+  router.get<{ input: Input<typeof RedeemGrant> }>('/api/v2/documents/downloads/:token', validate(RedeemGrant), redeemGrant('download'), (ctx) => sendDocument(ctx, ctx.state.document!));
+}

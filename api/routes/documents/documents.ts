@@ -1,0 +1,113 @@
+import Router from '@koa/router';
+import { encodeCursor, invalidCursor } from '../../../domain/cursor';
+import { documentObject } from '../../../domain/documents';
+import { mintId } from '../../../domain/ids';
+import { deleteDocument, documentPage, findDocument, insertDocument, type StoredDocument } from '../../../db/documents';
+import { storeNamed, uploadStore } from '../../../storage/documentStore';
+import { requireCredit, requireUploaded, sendDocument, storedObject, transferUrl } from '../../documents';
+import { authorize, workspaceOf } from '../../middleware/auth';
+import { idempotent } from '../../middleware/idempotent';
+import { validate, type Input } from '../../middleware/validate';
+import type { AppState } from '../../state';
+import { notFound } from '../../tenancy';
+import { CreateDocument, ListDocuments, ReadDocument } from './schema';
+
+/** A pending document's record carries the URL its bytes go to. */
+function withUploadUrl(document: StoredDocument): Record<string, unknown> {
+  if (document.status !== 'pending') return documentObject(document);
+  const { url, expires_at } = transferUrl(document, 'upload');
+  return { ...documentObject(document), upload_url: url, upload_expires_at: expires_at };
+}
+
+/** Documents: create (with an upload grant), list, read, delete, read the content, issue a download grant. */
+export function documentsRoutes(router: Router<AppState>): void {
+  router.post<{ input: Input<typeof CreateDocument> }>(
+    '/api/v2/documents',
+    validate(CreateDocument),
+    authorize({ scopes: ['documents:create'], endpoint: 'documents_create' }),
+    idempotent('Idempotency-Replayed'),
+    async (ctx) => {
+      const { body } = ctx.state.input;
+      const workspace = workspaceOf(ctx.state.principal);
+      // A retry of a request that created its document answers with it (and a fresh grant while it waits for its bytes).
+      const resumed = ctx.state.recovery?.resumed;
+      const earlier = resumed ? await findDocument(workspace.id, resumed) : undefined;
+      if (earlier) {
+        ctx.status = 201;
+        ctx.body = withUploadUrl(earlier);
+        return;
+      }
+      await requireCredit(workspace.id);
+      const id = resumed ?? mintId('document');
+      await ctx.state.recovery?.begin(id);
+      const document = await insertDocument({ publicId: id, workspaceId: workspace.id, name: body.name, mimeType: body.mime_type, sizeBytes: body.size_bytes });
+      ctx.status = 201;
+      ctx.body = withUploadUrl(document);
+    },
+  );
+
+  router.get<{ input: Input<typeof ListDocuments> }>(
+    '/api/v2/documents',
+    validate(ListDocuments),
+    authorize({ scopes: ['documents:read'], endpoint: 'documents_list' }),
+    async (ctx) => {
+      const { limit, after } = ctx.state.input.query;
+      const rows = await documentPage(workspaceOf(ctx.state.principal).id, after, limit + 1);
+      // A cursor whose document is not in this workspace is refused exactly like a made-up one.
+      if (!rows) throw invalidCursor();
+      const data = rows.slice(0, limit).map(documentObject);
+      ctx.body = { object: 'list', data, next_cursor: rows.length > limit ? encodeCursor(rows[limit - 1].public_id) : null };
+    },
+  );
+
+  router.get<{ input: Input<typeof ReadDocument> }>(
+    '/api/v2/documents/:id',
+    validate(ReadDocument),
+    authorize({ scopes: ['documents:read'], endpoint: 'documents_read' }),
+    async (ctx) => {
+      const document = await findDocument(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
+      if (!document) throw notFound('document_not_found');
+      ctx.body = documentObject(document);
+    },
+  );
+
+  router.get<{ input: Input<typeof ReadDocument> }>(
+    '/api/v2/documents/:id/content',
+    validate(ReadDocument),
+    authorize({ scopes: ['documents:read'], endpoint: 'documents_content' }),
+    async (ctx) => {
+      const document = await findDocument(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
+      if (!document) throw notFound('document_not_found');
+      await sendDocument(ctx, document);
+    },
+  );
+
+  router.post<{ input: Input<typeof ReadDocument> }>(
+    '/api/v2/documents/:id/downloads',
+    validate(ReadDocument),
+    authorize({ scopes: ['documents:read'], endpoint: 'documents_downloads' }),
+    async (ctx) => {
+      const workspace = workspaceOf(ctx.state.principal);
+      const document = await findDocument(workspace.id, ctx.state.input.params.id);
+      if (!document) throw notFound('document_not_found');
+      requireUploaded(document);
+      await requireCredit(workspace.id);
+      ctx.status = 201;
+      ctx.body = { object: 'document.download', document: document.public_id, ...transferUrl(document, 'download') };
+    },
+  );
+
+  router.delete<{ input: Input<typeof ReadDocument> }>(
+    '/api/v2/documents/:id',
+    validate(ReadDocument),
+    authorize({ scopes: ['documents:delete'], endpoint: 'documents_delete' }),
+    async (ctx) => {
+      const document = await findDocument(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
+      if (!document) throw notFound('document_not_found');
+      // The bytes go first: should the record's deletion fail, a retry finds the record and finishes.
+      await storeNamed(document.storage ?? uploadStore().name).removeAll(storedObject(document));
+      await deleteDocument(document.id);
+      ctx.body = { id: document.public_id, object: 'document', deleted: true };
+    },
+  );
+}

@@ -1,0 +1,94 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { encodeCursor, invalidCursor } from '../../../domain/cursor';
+import { invalidRequest } from '../../../domain/errors';
+import { mintId, mintTraceId } from '../../../domain/ids';
+import { EXTRACTORS, extractorFor, ingestionObject, PIPELINE, type IngestionStatus } from '../../../domain/knowledge';
+import { findDocument } from '../../../db/documents';
+import { collectionNamed } from '../../../db/knowledgeCollections';
+import { findIngestion, ingestionInFlight, ingestionPage, insertIngestion, type IngestionRow } from '../../../db/knowledgeIngestions';
+import { temporal } from '../../../infra/temporalClient';
+import { startIngestionWorkflow } from '../../../workflows/knowledgeIngestion.client';
+import { requireUploaded } from '../../documents';
+import { authorize, workspaceOf } from '../../middleware/auth';
+import { idempotent } from '../../middleware/idempotent';
+import { validate, type Input } from '../../middleware/validate';
+import type { AppState } from '../../state';
+import { notFound } from '../../tenancy';
+import { CreateIngestion, ListIngestions, ReadIngestion } from './schema';
+
+type Ctx = Context & { state: AppState };
+
+/** Starts the ingestion's workflow (or finds it started) and answers 202 with the record: the caller polls it. */
+async function accepted(ctx: Ctx, ingestion: IngestionRow): Promise<void> {
+  await startIngestionWorkflow(await temporal(), { ingestionId: ingestion.public_id, workspaceId: workspaceOf(ctx.state.principal).publicId }, { requestId: ctx.state.requestId, traceId: ctx.state.traceId ?? '' });
+  ctx.status = 202;
+  ctx.set('Location', `/api/v2/knowledge/ingestions/${ingestion.public_id}`);
+  ctx.body = ingestionObject(ingestion);
+}
+
+/** Knowledge ingestions: turn an uploaded document into knowledge of a collection, and follow it. */
+export function knowledgeRoutes(router: Router<AppState>): void {
+  router.post<{ input: Input<typeof CreateIngestion> }>(
+    '/api/v2/knowledge/ingestions',
+    validate(CreateIngestion),
+    authorize({ scopes: ['knowledge:write'], endpoint: 'knowledge_ingestions_create' }),
+    idempotent('Idempotency-Replayed'),
+    async (ctx) => {
+      const { body } = ctx.state.input;
+      const workspace = workspaceOf(ctx.state.principal);
+      const resumed = ctx.state.recovery?.resumed;
+      const earlier = resumed ? await findIngestion(workspace.id, resumed) : undefined;
+      if (earlier) return accepted(ctx, earlier);
+
+      const document = await findDocument(workspace.id, body.document);
+      if (!document) throw notFound('document_not_found');
+      requireUploaded(document);
+      if (!extractorFor(document.mime_type)) {
+        throw invalidRequest(`A ${document.mime_type} document cannot be ingested; supported types: ${Object.keys(EXTRACTORS).join(', ')}.`);
+      }
+      const id = resumed ?? mintId('ingestion');
+      await ctx.state.recovery?.begin(id);
+      const collectionKey = await collectionNamed(workspace.id, body.collection, () => mintId('collection'));
+      ctx.state.traceId ??= mintTraceId();
+      await insertIngestion({
+        publicId: id,
+        workspaceId: workspace.id,
+        documentKey: document.id,
+        collectionKey,
+        sha256: document.sha256!,
+        pipeline: PIPELINE,
+        bytesTotal: document.size_bytes,
+        requestId: ctx.state.requestId,
+        traceId: ctx.state.traceId,
+      });
+      // One ingestion of a document into a collection runs at a time: a second request joins it.
+      const ingestion = (await ingestionInFlight(collectionKey, document.id)) ?? (await findIngestion(workspace.id, id));
+      await accepted(ctx, ingestion!);
+    },
+  );
+
+  router.get<{ input: Input<typeof ListIngestions> }>(
+    '/api/v2/knowledge/ingestions',
+    validate(ListIngestions),
+    authorize({ scopes: ['knowledge:read'], endpoint: 'knowledge_ingestions_list' }),
+    async (ctx) => {
+      const { limit, after, filters } = ctx.state.input.query;
+      const rows = await ingestionPage(workspaceOf(ctx.state.principal).id, { after, limit: limit + 1, status: filters.status as IngestionStatus | undefined, document: filters.document });
+      if (!rows) throw invalidCursor();
+      const data = rows.slice(0, limit).map(ingestionObject);
+      ctx.body = { object: 'list', data, next_cursor: rows.length > limit ? encodeCursor(rows[limit - 1].public_id) : null };
+    },
+  );
+
+  router.get<{ input: Input<typeof ReadIngestion> }>(
+    '/api/v2/knowledge/ingestions/:id',
+    validate(ReadIngestion),
+    authorize({ scopes: ['knowledge:read'], endpoint: 'knowledge_ingestions_read' }),
+    async (ctx) => {
+      const ingestion = await findIngestion(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
+      if (!ingestion) throw notFound('ingestion_not_found');
+      ctx.body = ingestionObject(ingestion);
+    },
+  );
+}

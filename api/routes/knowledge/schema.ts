@@ -1,0 +1,30 @@
+import * as yup from 'yup';
+import { COLLECTION_NAME, COLLECTION_NAME_RULE, INGESTION_STATUSES } from '../../../domain/knowledge';
+import { isPublicId } from '../../../domain/ids';
+import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
+import { idFilter, idParam, listQuery, oneOfFilter } from '../../validation/listQuery';
+
+/** Larger list requests are clamped to this. */
+export const MAX_INGESTION_LIMIT = 100;
+
+/** POST /api/v2/knowledge/ingestions: which document becomes knowledge of which collection (DESIGN.md §3). */
+export const CreateIngestion = {
+  body: yup
+    .object({
+      document: yup.string().required('document is required').test('document', 'document must be a document id (doc_…)', (v) => isPublicId('document', v)),
+      collection: yup.string().required('collection is required').matches(COLLECTION_NAME, COLLECTION_NAME_RULE),
+    })
+    .noUnknown(true, 'unknown key: ${unknown}')
+    .strict(),
+  headers: IDEMPOTENCY_HEADERS,
+};
+
+export const ReadIngestion = { params: idParam('ingestion', 'an ingestion id (ing_…)') };
+
+/** GET /api/v2/knowledge/ingestions: `status` (unknown value is 400) and `document` filters, cursor paging. */
+export const ListIngestions = {
+  query: listQuery('ingestion', MAX_INGESTION_LIMIT, {
+    status: oneOfFilter('status', INGESTION_STATUSES),
+    document: idFilter('document', 'document', 'a document id'),
+  }),
+};
