@@ -1,10 +1,9 @@
 /**
- * Splits text into overlapping chunks for the full-text index, as it streams in: a chunk ends near
- * TARGET characters at the best boundary before MAX (a blank line, then a sentence end, then a space),
- * and the next one starts OVERLAP characters back, on a word, so a passage cut at a chunk boundary is
- * still found whole in one of them.
+ * Splits text into overlapping chunks for the full-text index, as it streams in: a chunk ends at the
+ * best boundary between MIN and MAX characters (the last blank line, else sentence end, else line
+ * end, else space), and the next one starts OVERLAP characters back, on a word, so a passage cut at a
+ * chunk boundary is still found whole in one of them.
  */
-export const CHUNK_TARGET_CHARS = 1000;
 export const CHUNK_MAX_CHARS = 1200;
 export const CHUNK_OVERLAP_CHARS = 150;
 const CHUNK_MIN_CHARS = 600;

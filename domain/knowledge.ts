@@ -1,5 +1,6 @@
 import type { AgentConfig } from './agents';
 import { estimateTokens } from './usage';
+import { CHUNK_MAX_CHARS } from './chunking';
 
 /** Knowledge: ingestion turns a document into chunks of a collection; runs retrieve from them. */
 
@@ -32,7 +33,7 @@ export function extractorFor(mimeType: string): Extractor | undefined {
  * Names how text is extracted, chunked and indexed. The same bytes through the same pipeline give the
  * same chunks, so such an ingestion does no work; a new pipeline re-indexes (replacing atomically).
  */
-export const PIPELINE = 'extract-v1/chunk-1000-150/fts-english';
+export const PIPELINE = 'extract-v1/chunk-600-1200-150/fts-english';
 
 /** Passages retrieved for one run, at most. */
 export const MAX_PASSAGES = 6;
@@ -90,7 +91,7 @@ export function knowledgeContext(passages: Passage[]): string {
 }
 
 /** Upper bound of the tokens the context adds to each model call, for the credit hold. */
-export const KNOWLEDGE_CONTEXT_TOKENS = estimateTokens(CONTEXT_LABEL) + MAX_PASSAGES * (estimateTokens('x'.repeat(1200)) + 40);
+export const KNOWLEDGE_CONTEXT_TOKENS = estimateTokens(CONTEXT_LABEL) + MAX_PASSAGES * (estimateTokens('x'.repeat(CHUNK_MAX_CHARS)) + 85);
 
 export interface IngestionFields {
   public_id: string;

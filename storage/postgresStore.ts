@@ -10,21 +10,23 @@ export const postgresStore: DocumentStore = {
   name: 'postgres',
 
   async write(object: StoredObject, body: Readable): Promise<void> {
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
+    // One part buffer per upload, filled and written in turn: an upload holds PART_BYTES and makes no garbage per part.
+    const part = Buffer.allocUnsafe(PART_BYTES);
+    let filled = 0;
     let seq = 0;
-    const flush = async () => {
-      await insertPart(object.documentKey, object.uploadKey, seq++, Buffer.concat(pending, pendingBytes));
-      pending = [];
-      pendingBytes = 0;
-    };
     try {
       for await (const chunk of body) {
-        pending.push(chunk as Buffer);
-        pendingBytes += (chunk as Buffer).length;
-        if (pendingBytes >= PART_BYTES) await flush();
+        for (let offset = 0; offset < (chunk as Buffer).length; ) {
+          const copied = (chunk as Buffer).copy(part, filled, offset);
+          filled += copied;
+          offset += copied;
+          if (filled === PART_BYTES) {
+            await insertPart(object.documentKey, object.uploadKey, seq++, part);
+            filled = 0;
+          }
+        }
       }
-      if (pendingBytes > 0) await flush();
+      if (filled > 0) await insertPart(object.documentKey, object.uploadKey, seq, part.subarray(0, filled));
     } catch (err) {
       await deleteParts(object.documentKey, object.uploadKey).catch(() => undefined);
       throw err;
