@@ -6,6 +6,7 @@ import type { Summary } from './load';
 import { AUTH_GET_PATH } from './operations';
 import type { PhaseUsage } from './processes';
 import { STREAM_TAIL_MS } from './stubProvider';
+import type { IngestionFigures, RetrievalFigures } from './knowledge';
 
 /** A phase at concurrency 32: its figures, and what its requests cost each process. */
 export interface Loaded {
@@ -21,6 +22,8 @@ export interface Measured {
   stream: { c1: Summary; c32: Loaded };
   authGet: Loaded;
   bareKoa: Loaded;
+  ingestion: IngestionFigures;
+  retrieval: RetrievalFigures;
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
@@ -47,6 +50,10 @@ const FAIRNESS = [
   '  response.output_text.delta minus the stub writing its first chunk, both on the bench process clock.',
   `auth_get: GET ${AUTH_GET_PATH} through the API process; bare_koa: one @koa/router route in its own node process.`,
   'cpu ms/request: CPU time each process group used during the c32 phase (warm-up included) over the requests served.',
+  'ingestion: one 10 MB plain-text document (generated prose), from POST /knowledge/ingestions to its record reading',
+  '  completed (polled every 20 ms): extraction, chunking, indexing and the switch, on the one service worker.',
+  'retrieval overhead: p50 of runs of an agent with knowledge (its collection holds that document) minus p50 of runs',
+  '  of the same agent without, alternated one by one at concurrency 1; same input, same stub model.',
   'All processes, the load generator and the stub provider share this machine; the service runs at its default log level.',
 ];
 
@@ -92,6 +99,8 @@ export function report(m: Measured): void {
     },
     auth_get: { endpoint: `GET ${AUTH_GET_PATH}`, ...loaded(m.authGet) },
     bare_koa: { endpoint: 'GET /ping', ...loaded(m.bareKoa) },
+    ingestion: m.ingestion,
+    retrieval: m.retrieval,
     rss_mb: rss,
     ratios,
     targets,
@@ -128,6 +137,9 @@ export function report(m: Measured): void {
     '',
     `peak RSS under c32 load: api ${rss.api} MB, worker ${rss.worker} MB (floor worker ${rss.floor_worker} MB); by phase:`,
     ...c32Phases.map(([name, l]) => `  ${name.padEnd(10)} api ${peaks(l).api ?? '-'} MB, worker ${peaks(l).worker ?? '-'} MB`),
+    '',
+    `knowledge: ingestion of ${round2(m.ingestion.bytes / 1048576)} MB of text: ${m.ingestion.chunks} chunks in ${m.ingestion.seconds} s = ${m.ingestion.chunks_per_s} chunks/s (${m.ingestion.mb_per_s} MB/s)`,
+    `           retrieval overhead p50: ${m.retrieval.overhead_p50_ms} ms (run p50 ${m.retrieval.plain_p50_ms} ms without knowledge, ${m.retrieval.knowledge_p50_ms} ms with; n ${m.retrieval.plain.n} each)`,
     '',
     'targets (reported, not asserted):',
     ...targets.map((t) => `  ${t.name.padEnd(36)}${cell(t.value, 9)}  ${t.target.padEnd(8)}${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`),

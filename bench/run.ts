@@ -3,6 +3,7 @@ import { closeTemporal } from '../infra/temporalClient';
 import { closeDb } from '../db/sequelize';
 import { closedLoop, sequential, type Operation } from './load';
 import { AUTH_GET_PATH, operations } from './operations';
+import { ingestionThroughput, INGESTED_BYTES, retrievalOverhead } from './knowledge';
 import { Children, LOG_DIR } from './processes';
 import { report, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
@@ -50,7 +51,15 @@ async function measure(s: Stack): Promise<Measured> {
     stream: { c1: await atC1('stream', op.stream), c32: await atC32('stream', op.stream) },
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
+    ...(await knowledge(s)),
   };
+}
+
+async function knowledge(s: Stack): Promise<Pick<Measured, 'ingestion' | 'retrieval'>> {
+  log(`ingestion of a ${INGESTED_BYTES / 1048576} MB text document`);
+  const ingestion = await ingestionThroughput(s);
+  log(`retrieval overhead: plain and knowledge runs alternated at concurrency 1 (${SETTINGS.c1.warmup} warm-up, ${SETTINGS.c1.count} measured each)`);
+  return { ingestion, retrieval: await retrievalOverhead(s, SETTINGS.c1) };
 }
 
 async function main(): Promise<void> {

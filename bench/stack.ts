@@ -13,6 +13,7 @@ import { BenchStub } from './stubProvider';
 export const FLOOR_QUEUE = 'bench-floor';
 export const PROFILE_DIR = path.join(PROJECT_ROOT, 'bench/results/profiles');
 const SERVICE_QUEUE = 'agent-runs';
+const COLLECTION = 'bench';
 /** Per 60 s window: far above what the load can send, so no request is refused, yet every limiter check still runs. */
 const RATE_LIMIT = '1000000000';
 
@@ -22,6 +23,9 @@ export interface Stack {
   bareKoa: string;
   auth: Record<string, string>;
   agent: string;
+  /** The same agent with knowledge: it retrieves from `collection`. */
+  knowledgeAgent: string;
+  collection: string;
   /** The API's own Temporal client module, used by the bench process to start and await the floor. */
   client: Client;
   stub: BenchStub;
@@ -70,8 +74,9 @@ export async function startStack(children: Children, stub: BenchStub, database: 
 
   await migrate();
   const workspace = await createWorkspace({ name: 'bench', credits: 1_000_000_000_000 });
-  const key = await createWorkspaceKey({ workspace: workspace.id, scopes: 'responses:create,logs:read', name: 'bench' });
+  const key = await createWorkspaceKey({ workspace: workspace.id, scopes: 'responses:create,logs:read,documents:create,knowledge:write,knowledge:read', name: 'bench' });
   const agent = await createAgent({ workspace: workspace.id, name: 'bench', config: { model: 'bench', instructions: 'Answer briefly.' } });
+  const knowledgeAgent = await createAgent({ workspace: workspace.id, name: 'bench-knowledge', config: { model: 'bench', instructions: 'Answer briefly.', knowledge: { collections: [COLLECTION] } } });
   await closeDb();
 
   const env: NodeJS.ProcessEnv = {
@@ -117,6 +122,8 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     bareKoa: `http://127.0.0.1:${bareKoaPort}`,
     auth: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
     agent: agent.id,
+    knowledgeAgent: knowledgeAgent.id,
+    collection: COLLECTION,
     client,
     stub,
     sampler: new ProcessSampler({ ...pids, temporal: temporalServer.process.pid!, postgres: { comm: 'postgres' }, redis: { comm: 'redis-server' } }),

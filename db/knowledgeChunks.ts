@@ -44,15 +44,23 @@ const COMPLETE_REUSED = statement(
     WHERE id = $1 AND status = 'running'`,
 );
 const COLLECTIONS = statement('SELECT id FROM knowledge_collections WHERE workspace_id = $1 AND name = ANY($2::text[])');
+// Ranked by ts_rank_cd (cover density: matched words close together rank higher), among the
+// RANK_CANDIDATES best by the cheaper ts_rank: a query whose words are common matches most of a
+// collection, and cover density over all of it cost 100 ms for 12,000 chunks; this costs about 20.
+const RANK_CANDIDATES = 100;
 const SEARCH = statement(
-  `SELECT c.public_id AS chunk, d.public_id AS document, d.name, c.content AS text
-     FROM knowledge_chunks c
-     JOIN knowledge_entries e ON e.ingestion_id = c.ingestion_id AND e.document_id = c.document_id AND e.collection_id = c.collection_id
-     JOIN documents d ON d.id = c.document_id,
-          websearch_to_tsquery('english', $3) q
-    WHERE c.workspace_id = $1 AND c.collection_id = ANY($2::bigint[]) AND ($4::text IS NULL OR d.public_id = $4) AND c.tsv @@ q
-    ORDER BY ts_rank_cd(c.tsv, q) DESC, c.id
-    LIMIT $5`,
+  `SELECT chunk, document, name, text FROM (
+     SELECT c.id, c.public_id AS chunk, d.public_id AS document, d.name, c.content AS text, c.tsv, q
+       FROM knowledge_chunks c
+       JOIN knowledge_entries e ON e.ingestion_id = c.ingestion_id AND e.document_id = c.document_id AND e.collection_id = c.collection_id
+       JOIN documents d ON d.id = c.document_id,
+            websearch_to_tsquery('english', $3) q
+      WHERE c.workspace_id = $1 AND c.collection_id = ANY($2::bigint[]) AND ($4::text IS NULL OR d.public_id = $4) AND c.tsv @@ q
+      ORDER BY ts_rank(c.tsv, q) DESC, c.id
+      LIMIT ${RANK_CANDIDATES}
+   ) candidates
+   ORDER BY ts_rank_cd(tsv, q) DESC, id
+   LIMIT $5`,
 );
 const INDEXED_IN = statement(
   `SELECT 1 FROM knowledge_entries e JOIN knowledge_collections c ON c.id = e.collection_id JOIN documents d ON d.id = e.document_id

@@ -11,6 +11,7 @@ import { TEMPORAL_CLI } from '../workers/temporalDevServer';
 import { workflowBundle } from '../workers/workflowBundle';
 import { call, closeAll, scriptModel, startApi, tenant } from './support/stack';
 import { allFrames, frames, openStream } from './support/sse';
+import { ingest, uploadedDocument } from './support/documents';
 
 /**
  * Replay tests: the recorded histories of representative runs (and of the reconciler) must replay against the workflow code
@@ -93,6 +94,13 @@ if (process.env.RECORD_HISTORIES) {
       await client.workflow.execute('reconcileRuns', { taskQueue: 'background', workflowId, args: [3_600_000] });
       await record('reconcile', workflowId);
     });
+    it('knowledge and ingestion', async () => {
+      const t = await tenant({ scopes: ['responses:create', 'documents:create', 'knowledge:write', 'knowledge:read'], config: { knowledge: { collections: ['handbook'] } } });
+      const document = await uploadedDocument(api.url, t.key, 'handbook.txt', 'text/plain', Buffer.from('Returns are accepted within 30 days.'));
+      const ingestion = await ingest(api.url, t.key, document, 'handbook');
+      await record('ingestion', ingestion.id);
+      await record('knowledge', (await respond(t.key, { agent: t.agent, input: 'Are returns accepted?' })).body.id);
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -102,7 +110,7 @@ if (process.env.RECORD_HISTORIES) {
 } else {
   it('replays every recorded run history against the current workflow code', async () => {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(names.sort()).toEqual(['cancel', 'handoff', 'plain', 'reconcile', 'repair', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel', 'handoff', 'ingestion', 'knowledge', 'plain', 'reconcile', 'repair', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {
