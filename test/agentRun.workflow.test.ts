@@ -157,4 +157,29 @@ describe('agentRun, activities stubbed', () => {
     expect(seen.settlement?.status).toBe('cancelled');
     expect(callCancelled).toBe(true);
   });
+
+  it('fails knowledge_unavailable without a model call when retrieval keeps failing, after its retries', async () => {
+    const { seen, activities } = stubbed([{ text: 'an unretrieved answer' }]);
+    let attempts = 0;
+    const outcome = await runWorkflow(inputWith({}, { knowledge: { collections: ['handbook'] } }), {
+      ...activities,
+      async retrieveKnowledge() {
+        attempts++;
+        throw new Error('connection refused');
+      },
+    });
+    expect(outcome.error?.code).toBe('knowledge_unavailable');
+    expect(outcome.run.status).toBe('failed');
+    expect(attempts).toBe(3);
+    expect(seen.calls).toEqual([]);
+  });
+
+  it('sends the retrieved passages with every model call of the run and records their ids and ranks', async () => {
+    const passage = { chunk: 'chk_unit', document: 'doc_unit', name: 'handbook.txt', rank: 1, text: 'Returns within 30 days.' };
+    const { seen, activities } = stubbed([toolCall('lookup'), { text: 'answered' }]);
+    const outcome = await runWorkflow(inputWith({}, { tools: [LOOKUP], knowledge: { collections: ['handbook'] } }), { ...activities, retrieveKnowledge: async () => [passage] });
+    expect(outcome.run.status).toBe('completed');
+    expect(seen.calls.map((c) => c.knowledge)).toEqual([[passage], [passage]]);
+    expect(seen.settlement?.knowledge).toEqual([{ chunk: 'chk_unit', document: 'doc_unit', rank: 1 }]);
+  });
 });

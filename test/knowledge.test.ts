@@ -144,8 +144,10 @@ describe('listing ingestions', () => {
     const stranger = await knowledgeAgent();
     const foreign = await list(`?document=${a}`, stranger.key);
     expect([foreign.status, foreign.body.data]).toEqual([200, []]);
-    const missing = await call(api.url, 'GET', `/api/v2/knowledge/ingestions/${ids[0]}`, { key: stranger.key });
-    expect([missing.status, missing.body.error.code]).toEqual([404, 'ingestion_not_found']);
+    const theirs = await call(api.url, 'GET', `/api/v2/knowledge/ingestions/${ids[0]}`, { key: stranger.key });
+    const missing = await call(api.url, 'GET', '/api/v2/knowledge/ingestions/ing_01gggggggggggggggggggggggg', { key: stranger.key });
+    expect([theirs.status, theirs.body.error.code]).toEqual([404, 'ingestion_not_found']);
+    expect(theirs.text.replace(/req_[0-9a-z]+/, '')).toBe(missing.text.replace(/req_[0-9a-z]+/, ''));
   });
 });
 

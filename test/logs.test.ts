@@ -100,6 +100,7 @@ describe('GET /api/v2/logs', () => {
       usage: { input_tokens: 7, output_tokens: 3, total_tokens: 10, cached_tokens: 2 },
       tool_names: [],
       error_code: null,
+      knowledge: [],
       created_at: expect.any(String),
     });
     expect(Number.isInteger(newest.latency_ms) && newest.latency_ms >= 0).toBe(true);
