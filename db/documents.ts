@@ -1,4 +1,5 @@
 import type { DocumentRow } from '../domain/documents';
+import { pageStart } from './paging';
 import { sql, statement, type Sql } from './sql';
 
 /** A document with what its storage needs: its key (for parts), its workspace and where its bytes are. */
@@ -29,8 +30,6 @@ const FINISH_UPLOAD = statement(
     WHERE id = $1 AND status = 'pending'`,
 );
 const DELETE = statement('DELETE FROM documents WHERE id = $1');
-/** Above every row id: the first page starts below it. */
-const FIRST_PAGE = '9223372036854775807';
 
 /** Whether the workspace has this document. */
 export async function documentExists(workspaceId: number, publicId: string, on: Sql = sql): Promise<boolean> {
@@ -56,13 +55,8 @@ export async function findGrantedDocument(workspacePublicId: string, publicId: s
 
 /** Up to `limit` documents of the workspace, newest first, after `after`; undefined when `after` is not the workspace's. */
 export async function documentPage(workspaceId: number, after: string | undefined, limit: number, on: Sql = sql): Promise<StoredDocument[] | undefined> {
-  let before: number | string = FIRST_PAGE;
-  if (after) {
-    const [anchor] = await on.rows<{ id: number }>(ANCHOR, [after, workspaceId]);
-    if (!anchor) return undefined;
-    before = anchor.id;
-  }
-  return on.rows<StoredDocument>(PAGE, [workspaceId, before, limit]);
+  const before = await pageStart(ANCHOR, workspaceId, after, on);
+  return before === undefined ? undefined : on.rows<StoredDocument>(PAGE, [workspaceId, before, limit]);
 }
 
 /** pending → uploaded, once: false when another upload finished first or the document is gone. */

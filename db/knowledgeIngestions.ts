@@ -1,26 +1,15 @@
-import type { IngestionStatus } from '../domain/knowledge';
+import type { IngestionFields, IngestionStatus } from '../domain/knowledge';
+import { pageStart } from './paging';
 import { sql, statement, type Sql } from './sql';
 
-export interface IngestionRow {
+/** An ingestion's public fields, with its keys and what decides whether its work was done before. */
+export interface IngestionRow extends IngestionFields {
   id: number;
-  public_id: string;
   workspace_id: number;
   document_id: number;
   collection_id: number;
-  document: string;
-  collection: string;
-  status: IngestionStatus;
   sha256: string;
   pipeline: string;
-  bytes_total: number;
-  bytes_processed: number;
-  chunks_indexed: number;
-  reused: boolean;
-  error_code: string | null;
-  error_message: string | null;
-  created_at: Date;
-  started_at: Date | null;
-  completed_at: Date | null;
 }
 
 const COLUMNS = `i.id, i.public_id, i.workspace_id, i.document_id, i.collection_id, d.public_id AS document, c.name AS collection,
@@ -82,13 +71,8 @@ export async function ingestionPage(
   q: { after?: string; status?: IngestionStatus; document?: string; limit: number },
   on: Sql = sql,
 ): Promise<IngestionRow[] | undefined> {
-  let before: number | string = '9223372036854775807';
-  if (q.after) {
-    const [anchor] = await on.rows<{ id: number }>(ANCHOR, [q.after, workspaceId]);
-    if (!anchor) return undefined;
-    before = anchor.id;
-  }
-  return on.rows<IngestionRow>(PAGE, [workspaceId, before, q.status ?? null, q.document ?? null, q.limit]);
+  const before = await pageStart(ANCHOR, workspaceId, q.after, on);
+  return before === undefined ? undefined : on.rows<IngestionRow>(PAGE, [workspaceId, before, q.status ?? null, q.document ?? null, q.limit]);
 }
 
 /** queued → running; false when the ingestion is gone (its document was deleted) or already over. */

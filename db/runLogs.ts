@@ -1,3 +1,4 @@
+import { pageStart } from './paging';
 import { sql, statement, type Sql } from './sql';
 
 export interface LogRow {
@@ -27,8 +28,6 @@ const PAGE = statement(
     ORDER BY l.id DESC
     LIMIT $3`,
 );
-/** Above every row id: the first page starts below it. */
-const FIRST_PAGE = '9223372036854775807';
 
 /**
  * Up to `limit` log entries of the workspace, newest first by insertion order (the (workspace_id, id
@@ -36,11 +35,6 @@ const FIRST_PAGE = '9223372036854775807';
  * undefined when it is not there (another workspace's entry is as unknown as a made-up one).
  */
 export async function logPage(workspaceId: number, after: string | undefined, limit: number, on: Sql = sql): Promise<LogRow[] | undefined> {
-  let before: number | string = FIRST_PAGE;
-  if (after) {
-    const [anchor] = await on.rows<{ id: number }>(ANCHOR, [after, workspaceId]);
-    if (!anchor) return undefined;
-    before = anchor.id;
-  }
-  return on.rows<LogRow>(PAGE, [workspaceId, before, limit]);
+  const before = await pageStart(ANCHOR, workspaceId, after, on);
+  return before === undefined ? undefined : on.rows<LogRow>(PAGE, [workspaceId, before, limit]);
 }

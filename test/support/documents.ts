@@ -1,4 +1,4 @@
-import { call, type Answer } from './stack';
+import { answerOf, call, type Answer } from './stack';
 
 /** The path of a transfer URL the API handed out (its host is PUBLIC_BASE_URL, not the test's API). */
 export function pathOf(url: string): string {
@@ -12,15 +12,7 @@ export async function createDocument(api: string, key: string, name: string, mim
 
 /** Redeems an upload URL with raw bytes (PUT unless told otherwise). */
 export async function uploadBytes(api: string, uploadUrl: string, bytes: Buffer | string, method: 'PUT' | 'POST' = 'PUT', headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await fetch(api + pathOf(uploadUrl), { method, body: bytes, headers: { 'content-type': 'application/octet-stream', ...headers } });
-  const text = await res.text();
-  let body: unknown;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    body = undefined;
-  }
-  return { status: res.status, headers: res.headers, body, text };
+  return answerOf(await fetch(api + pathOf(uploadUrl), { method, body: bytes, headers: { 'content-type': 'application/octet-stream', ...headers } }));
 }
 
 /** A document created and uploaded: its id. */

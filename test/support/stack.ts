@@ -101,7 +101,11 @@ export async function call(url: string, method: string, path: string, options: {
   let payload: string | undefined = options.raw;
   if (options.body !== undefined) payload = JSON.stringify(options.body);
   if (payload !== undefined) headers['content-type'] ??= 'application/json';
-  const res = await fetch(url + path, { method, headers, body: payload });
+  return answerOf(await fetch(url + path, { method, headers, body: payload }));
+}
+
+/** A response read whole: its text, and its body as JSON when it is JSON. */
+export async function answerOf(res: Response): Promise<Answer> {
   const text = await res.text();
   let body: unknown;
   try {

@@ -1,16 +1,24 @@
 import Router from '@koa/router';
-import { encodeCursor, invalidCursor } from '../../../domain/cursor';
+import type { Context } from 'koa';
 import { documentObject } from '../../../domain/documents';
 import { mintId } from '../../../domain/ids';
 import { deleteDocument, documentPage, findDocument, insertDocument, type StoredDocument } from '../../../db/documents';
 import { storeNamed, uploadStore } from '../../../storage/documentStore';
 import { requireCredit, requireUploaded, sendDocument, storedObject, transferUrl } from '../../documents';
+import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
 import type { AppState } from '../../state';
 import { notFound } from '../../tenancy';
 import { CreateDocument, ListDocuments, ReadDocument } from './schema';
+
+/** The document the path names, in the caller's workspace: another workspace's is the same 404 as a missing one. */
+async function documentOf(ctx: Context & { state: AppState & { input: { params: { id: string } } } }): Promise<StoredDocument> {
+  const document = await findDocument(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
+  if (!document) throw notFound('document_not_found');
+  return document;
+}
 
 /** A pending document's record carries the URL its bytes go to. */
 function withUploadUrl(document: StoredDocument): Record<string, unknown> {
@@ -52,11 +60,7 @@ export function documentsRoutes(router: Router<AppState>): void {
     authorize({ scopes: ['documents:read'], endpoint: 'documents_list' }),
     async (ctx) => {
       const { limit, after } = ctx.state.input.query;
-      const rows = await documentPage(workspaceOf(ctx.state.principal).id, after, limit + 1);
-      // A cursor whose document is not in this workspace is refused exactly like a made-up one.
-      if (!rows) throw invalidCursor();
-      const data = rows.slice(0, limit).map(documentObject);
-      ctx.body = { object: 'list', data, next_cursor: rows.length > limit ? encodeCursor(rows[limit - 1].public_id) : null };
+      ctx.body = listPage(await documentPage(workspaceOf(ctx.state.principal).id, after, limit + 1), limit, documentObject);
     },
   );
 
@@ -65,9 +69,7 @@ export function documentsRoutes(router: Router<AppState>): void {
     validate(ReadDocument),
     authorize({ scopes: ['documents:read'], endpoint: 'documents_read' }),
     async (ctx) => {
-      const document = await findDocument(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
-      if (!document) throw notFound('document_not_found');
-      ctx.body = documentObject(document);
+      ctx.body = documentObject(await documentOf(ctx));
     },
   );
 
@@ -76,9 +78,7 @@ export function documentsRoutes(router: Router<AppState>): void {
     validate(ReadDocument),
     authorize({ scopes: ['documents:read'], endpoint: 'documents_content' }),
     async (ctx) => {
-      const document = await findDocument(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
-      if (!document) throw notFound('document_not_found');
-      await sendDocument(ctx, document);
+      await sendDocument(ctx, await documentOf(ctx));
     },
   );
 
@@ -87,11 +87,8 @@ export function documentsRoutes(router: Router<AppState>): void {
     validate(ReadDocument),
     authorize({ scopes: ['documents:read'], endpoint: 'documents_downloads' }),
     async (ctx) => {
-      const workspace = workspaceOf(ctx.state.principal);
-      const document = await findDocument(workspace.id, ctx.state.input.params.id);
-      if (!document) throw notFound('document_not_found');
-      requireUploaded(document);
-      await requireCredit(workspace.id);
+      const document = requireUploaded(await documentOf(ctx));
+      await requireCredit(document.workspace_id);
       ctx.status = 201;
       ctx.body = { object: 'document.download', document: document.public_id, ...transferUrl(document, 'download') };
     },
@@ -102,8 +99,7 @@ export function documentsRoutes(router: Router<AppState>): void {
     validate(ReadDocument),
     authorize({ scopes: ['documents:delete'], endpoint: 'documents_delete' }),
     async (ctx) => {
-      const document = await findDocument(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
-      if (!document) throw notFound('document_not_found');
+      const document = await documentOf(ctx);
       // The bytes go first: should the record's deletion fail, a retry finds the record and finishes.
       await storeNamed(document.storage ?? uploadStore().name).removeAll(storedObject(document));
       await deleteDocument(document.id);

@@ -1,6 +1,5 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { encodeCursor, invalidCursor } from '../../../domain/cursor';
 import { invalidRequest } from '../../../domain/errors';
 import { mintId, mintTraceId } from '../../../domain/ids';
 import { EXTRACTORS, extractorFor, ingestionObject, PIPELINE, type IngestionStatus } from '../../../domain/knowledge';
@@ -10,6 +9,7 @@ import { findIngestion, ingestionInFlight, ingestionPage, insertIngestion, type 
 import { temporal } from '../../../infra/temporalClient';
 import { startIngestionWorkflow } from '../../../workflows/knowledgeIngestion.client';
 import { requireUploaded } from '../../documents';
+import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
@@ -75,9 +75,7 @@ export function knowledgeRoutes(router: Router<AppState>): void {
     async (ctx) => {
       const { limit, after, filters } = ctx.state.input.query;
       const rows = await ingestionPage(workspaceOf(ctx.state.principal).id, { after, limit: limit + 1, status: filters.status as IngestionStatus | undefined, document: filters.document });
-      if (!rows) throw invalidCursor();
-      const data = rows.slice(0, limit).map(ingestionObject);
-      ctx.body = { object: 'list', data, next_cursor: rows.length > limit ? encodeCursor(rows[limit - 1].public_id) : null };
+      ctx.body = listPage(rows, limit, ingestionObject);
     },
   );
 

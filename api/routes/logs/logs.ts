@@ -1,6 +1,6 @@
 import Router from '@koa/router';
-import { encodeCursor, invalidCursor } from '../../../domain/cursor';
 import { logPage } from '../../../db/runLogs';
+import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { validate, type Input } from '../../middleware/validate';
 import type { AppState } from '../../state';
@@ -15,22 +15,24 @@ export function logsRoutes(router: Router<AppState>): void {
     async (ctx) => {
       const { limit, after } = ctx.state.input.query;
       const rows = await logPage(workspaceOf(ctx.state.principal).id, after, limit + 1);
-      // A cursor whose entry is not in this workspace is refused exactly like a made-up one.
-      if (!rows) throw invalidCursor();
-      const data = rows.slice(0, limit).map((l) => ({
-        id: l.public_id,
-        run: l.run,
-        agent: l.agent,
-        status: l.status,
-        latency_ms: l.latency_ms,
-        model: l.model,
-        usage: { input_tokens: l.input_tokens, output_tokens: l.output_tokens, total_tokens: l.total_tokens, cached_tokens: l.cached_tokens },
-        tool_names: l.tool_names,
-        error_code: l.error_code,
-        knowledge: l.knowledge,
-        created_at: l.created_at.toISOString(),
-      }));
-      ctx.body = { object: 'list', data, next: rows.length > limit ? encodeCursor(data[data.length - 1].id) : null };
+      ctx.body = listPage(
+        rows,
+        limit,
+        (l) => ({
+          id: l.public_id,
+          run: l.run,
+          agent: l.agent,
+          status: l.status,
+          latency_ms: l.latency_ms,
+          model: l.model,
+          usage: { input_tokens: l.input_tokens, output_tokens: l.output_tokens, total_tokens: l.total_tokens, cached_tokens: l.cached_tokens },
+          tool_names: l.tool_names,
+          error_code: l.error_code,
+          knowledge: l.knowledge,
+          created_at: l.created_at.toISOString(),
+        }),
+        'next',
+      );
     },
   );
 }
