@@ -6,10 +6,11 @@ import { extractText as extractPdfText } from 'unpdf';
 import type { Extractor } from '../domain/knowledge';
 
 /**
- * Formats read whole (PDF, DOCX, HTML) are bounded: their parsers hold the file and its text in the
- * worker's heap. Plain text and Markdown stream, so they are bounded only by the upload limit.
+ * Formats read whole (PDF, DOCX, HTML) are bounded: their parsers hold the file, its structure and
+ * its text in the worker's heap (192 MB under npm run start:worker), and a worker that runs out
+ * would die on every retry. Plain text and Markdown stream, so they are bounded only by the upload limit.
  */
-export const MAX_PARSED_BYTES = 32 * 1024 * 1024;
+export const MAX_PARSED_BYTES = 16 * 1024 * 1024;
 
 /** Text as it comes out of a document, with how many of its bytes have been read. */
 export interface TextPiece {

@@ -75,6 +75,8 @@ export function retrievalQuery(input: string | Record<string, unknown>): string 
   const text = typeof input === 'string' ? input : JSON.stringify(input);
   const terms = new Set<string>();
   for (const [word] of text.toLowerCase().matchAll(/[\p{L}\p{N}]{2,}/gu)) {
+    // "or" is the query's own operator (and a stop word): as a term it would join its neighbours.
+    if (word === 'or') continue;
     terms.add(word);
     if (terms.size === MAX_QUERY_TERMS) break;
   }
