@@ -1,16 +1,23 @@
+import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { Worker } from 'node:worker_threads';
 import { ApplicationFailure } from '@temporalio/activity';
-import { convert } from 'html-to-text';
-import mammoth from 'mammoth';
-import { extractText as extractPdfText } from 'unpdf';
 import type { Extractor } from '../domain/knowledge';
+import type { WholeFormat } from './parsers';
 
 /**
- * Formats read whole (PDF, DOCX, HTML) are bounded: their parsers hold the file, its structure and
- * its text in the worker's heap (192 MB under npm run start:worker), and a worker that runs out
- * would die on every retry. Plain text and Markdown stream, so they are bounded only by the upload limit.
+ * Formats read whole (PDF, DOCX, HTML) are bounded: the file itself, and the heap its parser may use
+ * (a thread of its own, so a document that inflates beyond it fails alone instead of taking the
+ * worker down on every retry). Plain text and Markdown stream, bounded only by the upload limit.
  */
 export const MAX_PARSED_BYTES = 16 * 1024 * 1024;
+const PARSE_HEAP_MB = 128;
+/** A parse still running after this is given up (a pathological file). */
+const PARSE_TIMEOUT_MS = 5 * 60_000;
+
+// The thread runs compiled code: beside this file in dist/, or, when the activities run from source
+// (the test suite), from dist/ after npm run build.
+const PARSE_THREAD = __filename.endsWith('.ts') ? path.join(__dirname, '../dist/activities/parseThread.js') : path.join(__dirname, 'parseThread.js');
 
 /** Text as it comes out of a document, with how many of its bytes have been read. */
 export interface TextPiece {
@@ -42,32 +49,25 @@ async function readWhole(bytes: Readable, what: string): Promise<Buffer> {
   return Buffer.concat(parts, size);
 }
 
-async function pdfPages(file: Buffer): Promise<string[]> {
-  try {
-    const { text } = await extractPdfText(new Uint8Array(file.buffer, file.byteOffset, file.byteLength), { mergePages: false });
-    return text;
-  } catch (err) {
-    throw unreadable('PDF', err instanceof Error ? err.message : 'not a PDF file.');
-  }
-}
-
-async function docxText(file: Buffer): Promise<string> {
-  try {
-    return (await mammoth.extractRawText({ buffer: file })).value;
-  } catch (err) {
-    throw unreadable('DOCX', err instanceof Error ? err.message : 'not a DOCX file.');
-  }
-}
-
-function htmlText(file: Buffer): string {
-  return convert(file.toString('utf8'), {
-    wordwrap: false,
-    selectors: [
-      { selector: 'a', options: { ignoreHref: true } },
-      { selector: 'img', format: 'skip' },
-      // Headings keep their case (the default shouts them).
-      ...['h1', 'h2', 'h3', 'h4', 'h5', 'h6'].map((selector) => ({ selector, options: { uppercase: false } })),
-    ],
+/** Parses in a thread with a bounded heap and time; its pages, or the failure that ends the ingestion. */
+function parseIsolated(format: WholeFormat, file: Buffer, what: string): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const thread = new Worker(PARSE_THREAD, { workerData: { format, file }, resourceLimits: { maxOldGenerationSizeMb: PARSE_HEAP_MB } });
+    const timer = setTimeout(() => {
+      reject(unreadable(what, `parsing it took longer than ${PARSE_TIMEOUT_MS / 60_000} minutes.`));
+      void thread.terminate();
+    }, PARSE_TIMEOUT_MS);
+    thread.once('message', (answer: { pages?: string[]; unreadable?: boolean; message?: string }) => {
+      clearTimeout(timer);
+      void thread.terminate();
+      if (answer.pages) resolve(answer.pages);
+      // A parser's own failure (a bug, not the file) is retried like any other.
+      else reject(answer.unreadable ? unreadable(what, answer.message ?? '') : new Error(answer.message));
+    });
+    thread.once('error', (err: Error & { code?: string }) => {
+      clearTimeout(timer);
+      reject(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? unreadable(what, `parsing it needs more than ${PARSE_HEAP_MB} MB of memory.`) : err);
+    });
   });
 }
 
@@ -76,8 +76,6 @@ export async function* extractText(extractor: Extractor, bytes: Readable): Async
   if (extractor === 'text') return yield* streamText(bytes);
   const what = { html: 'HTML', pdf: 'PDF', docx: 'DOCX' }[extractor];
   const file = await readWhole(bytes, what);
-  if (extractor === 'html') return yield { text: htmlText(file), bytesRead: file.length };
-  if (extractor === 'docx') return yield { text: await docxText(file), bytesRead: file.length };
   // Pages are separated like paragraphs, so no chunk boundary falls mid-word between two pages.
-  for (const page of await pdfPages(file)) yield { text: `${page}\n\n`, bytesRead: file.length };
+  for (const page of await parseIsolated(extractor, file, what)) yield { text: `${page}\n\n`, bytesRead: file.length };
 }

@@ -1,4 +1,4 @@
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import { Chunker } from '../domain/chunking';
 import { mintId } from '../domain/ids';
 import { extractorFor } from '../domain/knowledge';
@@ -7,6 +7,7 @@ import { completeIngestionRecord, completeReusedIngestion, deleteIngestionChunks
 import { failIngestionRecord, ingestionById, recordProgress, startIngestion, type IngestionRow } from '../db/knowledgeIngestions';
 import { transaction } from '../db/sql';
 import { storeNamed } from '../storage/documentStore';
+import { heartbeating } from './bounded';
 import { extractText } from './extract';
 
 /** Chunks written (and progress recorded) per statement. */
@@ -49,42 +50,51 @@ async function writeBatch(ingestion: IngestionRow, seq: number, contents: string
 }
 
 /**
- * Extracts the document's text, chunks it and writes the chunks, recording progress with each batch
- * and heartbeating. The chunks stay invisible to retrieval until completeIngestion. A retried attempt
- * starts over. Unreadable content fails for good (invalid_request); anything else is retried.
+ * Extracts the document's text, chunks it and writes the chunks, recording progress with each batch.
+ * It heartbeats all along, parsing included; an attempt the server has given up on (its heartbeat
+ * timed out, so another attempt runs) sees that as a cancellation and writes nothing more. The chunks
+ * stay invisible to retrieval until completeIngestion. A retried attempt starts over. Unreadable
+ * content fails for good (invalid_request); anything else is retried.
  */
-export async function indexDocument(ingestionId: string): Promise<{ state: 'gone' } | { state: 'indexed'; chunks: number }> {
-  const ctx = Context.current();
-  const ingestion = await ingestionById(ingestionId);
-  const document = ingestion && (await findDocument(ingestion.workspace_id, ingestion.document));
-  if (!ingestion || !document?.storage || !document.storage_key) return { state: 'gone' };
-  await deleteIngestionChunks(ingestion.id);
-  const bytes = await storeNamed(document.storage).read({ documentKey: document.id, workspace: document.workspace, document: document.public_id, uploadKey: document.storage_key });
-  const chunker = new Chunker();
-  let batch: string[] = [];
-  let written = 0;
-  let bytesRead = 0;
-  const flush = async () => {
-    await writeBatch(ingestion, written, batch, bytesRead);
-    written += batch.length;
-    batch = [];
-    ctx.heartbeat({ chunks: written });
-  };
-  try {
-    for await (const piece of extractText(extractorFor(document.mime_type)!, bytes)) {
-      bytesRead = piece.bytesRead;
-      batch.push(...chunker.push(piece.text));
-      if (batch.length >= CHUNK_BATCH) await flush();
+export function indexDocument(ingestionId: string): Promise<{ state: 'gone' } | { state: 'indexed'; chunks: number }> {
+  return heartbeating(async () => {
+    const ctx = Context.current();
+    const ingestion = await ingestionById(ingestionId);
+    const document = ingestion && (await findDocument(ingestion.workspace_id, ingestion.document));
+    if (!ingestion || !document?.storage || !document.storage_key) return { state: 'gone' as const };
+    await deleteIngestionChunks(ingestion.id);
+    const bytes = await storeNamed(document.storage).read({ documentKey: document.id, workspace: document.workspace, document: document.public_id, uploadKey: document.storage_key });
+    const chunker = new Chunker();
+    let batch: string[] = [];
+    let written = 0;
+    let bytesRead = 0;
+    const add = async (chunks: string[]) => {
+      for (const chunk of chunks) {
+        batch.push(chunk);
+        if (batch.length === CHUNK_BATCH) await flush();
+      }
+    };
+    const flush = async () => {
+      if (ctx.cancellationSignal.aborted) throw new CancelledFailure('the ingestion attempt was given up');
+      await writeBatch(ingestion, written, batch, bytesRead);
+      written += batch.length;
+      batch = [];
+    };
+    try {
+      for await (const piece of extractText(extractorFor(document.mime_type)!, bytes)) {
+        bytesRead = piece.bytesRead;
+        await add(chunker.push(piece.text));
+      }
+      await add(chunker.end());
+      if (batch.length > 0) await flush();
+    } catch (err) {
+      if (isGone(err)) return { state: 'gone' as const };
+      throw err;
+    } finally {
+      bytes.destroy();
     }
-    batch.push(...chunker.end());
-    if (batch.length > 0) await flush();
-  } catch (err) {
-    if (isGone(err)) return { state: 'gone' };
-    throw err;
-  } finally {
-    bytes.destroy();
-  }
-  return { state: 'indexed', chunks: written };
+    return { state: 'indexed' as const, chunks: written };
+  });
 }
 
 /** running → completed: the document's chunks in the collection become this ingestion's, atomically. */
@@ -92,7 +102,7 @@ export async function completeIngestion(c: { ingestionId: string; reusedChunks?:
   const ingestion = await ingestionById(c.ingestionId);
   if (!ingestion) return;
   if (c.reusedChunks !== undefined) await completeReusedIngestion(ingestion.id, c.reusedChunks);
-  else await completeIngestionRecord(ingestion.id, ingestion.collection_id, ingestion.document_id);
+  else await completeIngestionRecord(ingestion.id);
 }
 
 /** running → failed, leaving none of its chunks behind. */

@@ -29,6 +29,9 @@ export function transferUrl(document: Pick<StoredDocument, 'public_id' | 'worksp
   return { url: `${c.publicBaseUrl}/api/v2/documents/${path}/${token}`, expires_at: new Date(expiresAt * 1000).toISOString() };
 }
 
+export const alreadyUploaded = () =>
+  new ServiceError('document_already_uploaded', 'This document was uploaded already; an upload grant is redeemed once. Create a new document to upload other bytes.');
+
 /** An uploaded document, or the 409 that says it has no bytes yet. */
 export function requireUploaded(document: StoredDocument): StoredDocument & { storage: 'postgres' | 's3'; storage_key: string } {
   if (document.status !== 'uploaded' || !document.storage || !document.storage_key) {

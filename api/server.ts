@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { config } from '../infra/config';
+import { config, DEVELOPMENT_SIGNING_SECRET } from '../infra/config';
 import { logger } from '../infra/logger';
 import { closeDb } from '../db/sequelize';
 import { closeRedis } from '../db/redis';
@@ -26,7 +26,8 @@ async function drain(server: Server, delayMs: number, graceMs: number): Promise<
 }
 
 function main(): void {
-  const { port, shutdownDelayMs, shutdownGraceMs } = config();
+  const { port, shutdownDelayMs, shutdownGraceMs, signingSecret } = config();
+  if (signingSecret === DEVELOPMENT_SIGNING_SECRET) logger.warn('SIGNING_SECRET is not set: document grants and tool signatures use a development secret anyone can read; set one in production');
   const server = createApp().listen(port, () => logger.info({ port }, 'api listening'));
   let stopping = false;
   const stop = (signal: string) => {

@@ -25,19 +25,23 @@ const REUSABLE = statement(
   `SELECT p.chunks_indexed AS "chunksIndexed" FROM knowledge_entries e JOIN knowledge_ingestions p ON p.id = e.ingestion_id
     WHERE e.collection_id = $1 AND e.document_id = $2 AND p.sha256 = $3 AND p.pipeline = $4`,
 );
-// One statement: the entry switches to the new ingestion, the superseded ingestion's chunks go, and the
-// ingestion completes. Retrieval sees the old chunks or the new ones, never a mix or none.
+// One statement, driven by the ingestion's own running → completed: the entry switches to it, the
+// superseded ingestion's chunks go, and it completes. Retrieval sees the old chunks or the new ones,
+// never a mix or none; an ingestion that is not running changes nothing.
 const COMPLETE = statement(
-  `WITH previous AS (
-     SELECT ingestion_id FROM knowledge_entries WHERE collection_id = $2 AND document_id = $3 FOR UPDATE
+  `WITH done AS (
+     UPDATE knowledge_ingestions SET status = 'completed', bytes_processed = bytes_total, completed_at = now()
+      WHERE id = $1 AND status = 'running'
+      RETURNING id, collection_id, document_id
+   ), previous AS (
+     SELECT e.ingestion_id FROM knowledge_entries e JOIN done ON e.collection_id = done.collection_id AND e.document_id = done.document_id FOR UPDATE OF e
    ), entry AS (
-     INSERT INTO knowledge_entries (collection_id, document_id, ingestion_id) VALUES ($2, $3, $1)
+     INSERT INTO knowledge_entries (collection_id, document_id, ingestion_id) SELECT collection_id, document_id, id FROM done
      ON CONFLICT (collection_id, document_id) DO UPDATE SET ingestion_id = EXCLUDED.ingestion_id
    ), superseded AS (
      DELETE FROM knowledge_chunks WHERE ingestion_id IN (SELECT ingestion_id FROM previous WHERE ingestion_id <> $1)
    )
-   UPDATE knowledge_ingestions SET status = 'completed', bytes_processed = bytes_total, completed_at = now()
-    WHERE id = $1 AND status = 'running'`,
+   SELECT id FROM done`,
 );
 const COMPLETE_REUSED = statement(
   `UPDATE knowledge_ingestions SET status = 'completed', reused = true, chunks_indexed = $2, bytes_processed = bytes_total, completed_at = now()
@@ -83,8 +87,8 @@ export async function reusableEntry(collectionKey: number, documentKey: number, 
 }
 
 /** running → completed, with its chunks now the document's in the collection; false when it was not running. */
-export async function completeIngestionRecord(ingestionKey: number, collectionKey: number, documentKey: number, on: Sql = sql): Promise<boolean> {
-  return (await on.rowCount(COMPLETE, [ingestionKey, collectionKey, documentKey])) === 1;
+export async function completeIngestionRecord(ingestionKey: number, on: Sql = sql): Promise<boolean> {
+  return (await on.rows(COMPLETE, [ingestionKey])).length === 1;
 }
 
 /** running → completed with the chunks already indexed from the same bytes: no work done. */

@@ -15,6 +15,9 @@ function str(name: string, fallback: string): string {
   return raw === undefined || raw === '' ? fallback : raw;
 }
 
+/** What SIGNING_SECRET is when unset: anyone who reads this file could sign a document grant with it. */
+export const DEVELOPMENT_SIGNING_SECRET = 'dev-signing-secret-change-me';
+
 function flag(name: string): boolean {
   return ['1', 'true', 'yes', 'on'].includes(str(name, '').toLowerCase());
 }
@@ -84,7 +87,7 @@ export function loadConfig(): Config {
     modelProvider: provider,
     modelBaseUrl: process.env.MODEL_BASE_URL || undefined,
     modelApiKey: str('MODEL_API_KEY', 'unset'),
-    signingSecret: str('SIGNING_SECRET', 'dev-signing-secret-change-me'),
+    signingSecret: str('SIGNING_SECRET', DEVELOPMENT_SIGNING_SECRET),
     publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`),
     sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15000),
     rateLimits: {

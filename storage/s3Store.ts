@@ -1,4 +1,5 @@
 import { Transform, type Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { config } from '../infra/config';
 import type { DocumentStore, StoredObject } from './documentStore';
@@ -69,6 +70,8 @@ export function s3Store(): DocumentStore {
     async write(object: StoredObject, body: Readable, size: number): Promise<void> {
       const abort = new AbortController();
       await s3().send(new PutObjectCommand({ Bucket: bucket, Key: keyOf(object), Body: guarded(body, size, abort), ContentLength: size }), { abortSignal: abort.signal });
+      // S3 answers once it has `size` bytes; the body must also have ended there (not gone on and failed).
+      await finished(body);
     },
 
     async read(object: StoredObject): Promise<Readable> {

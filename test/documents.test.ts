@@ -182,6 +182,17 @@ describe('transfer grants', () => {
     expect((await call(api.url, 'GET', `/api/v2/documents/${uploaded}`, { key: t.key })).status).toBe(404);
   });
 
+  it('can be issued afresh for a pending document (its first one may have expired), and not once it is uploaded', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const created = await createDocument(api.url, t.key, 'later.txt', 'text/plain', Buffer.from('later'));
+    const fresh = await call(api.url, 'POST', `/api/v2/documents/${created.body.id}/uploads`, { key: t.key });
+    expect(fresh.status).toBe(201);
+    expect(fresh.body).toMatchObject({ object: 'document.upload', document: created.body.id });
+    expect((await uploadBytes(api.url, fresh.body.url, 'later')).status).toBe(200);
+    const again = await call(api.url, 'POST', `/api/v2/documents/${created.body.id}/uploads`, { key: t.key });
+    expect([again.status, again.body.error.code]).toEqual([409, 'document_already_uploaded']);
+  });
+
   it('are not issued for a document without content (409)', async () => {
     const { t, pending } = await pendingAndUploaded();
     const refused = await call(api.url, 'POST', `/api/v2/documents/${pending.id}/downloads`, { key: t.key });

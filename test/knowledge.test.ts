@@ -91,6 +91,21 @@ describe('ingestion of each supported format', () => {
   });
 });
 
+describe('a document that inflates far beyond its size', () => {
+  it('fails its ingestion alone (invalid_request), and the worker goes on ingesting', async () => {
+    const t = await knowledgeAgent();
+    // About 9 million characters of text in a DOCX of well under a megabyte.
+    const bomb = await docxOf(Array.from({ length: 9_000 }, () => 'a'.repeat(1_000)));
+    expect(bomb.length).toBeLessThan(1024 * 1024);
+    const document = await uploadedDocument(api.url, t.key, 'bomb.docx', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', bomb);
+    const failed = await ingest(api.url, t.key, document, 'handbook');
+    expect(failed.status).toBe('failed');
+    expect(failed.error.code).toBe('invalid_request');
+    const fine = await uploadedDocument(api.url, t.key, 'fine.txt', 'text/plain', Buffer.from('still indexing'));
+    expect((await ingest(api.url, t.key, fine, 'handbook')).status).toBe('completed');
+  });
+});
+
 describe('re-ingestion', () => {
   it('does no work for the same bytes, and replaces the chunks atomically when the pipeline changed', async () => {
     const t = await knowledgeAgent();

@@ -4,6 +4,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   isCancellation,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   TimeoutFailure,
@@ -43,6 +44,7 @@ const RETRIEVAL_RETRY: RetryPolicy = {
   maximumAttempts: 3,
 };
 const RETRIEVAL_ATTEMPT_TIMEOUT = '10s';
+const RETRIEVAL_PATCH = 'knowledge-retrieval';
 
 /**
  * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds. A run
@@ -183,6 +185,9 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   /** The agent's knowledge for this input, before any model call; a failure when the run cannot go without it. */
   async function retrieve(): Promise<Failure | undefined> {
     const unavailable: Failure = { code: 'knowledge_unavailable', message: 'Knowledge retrieval is unavailable, and the run does not answer without it.' };
+    if (knowledge.collections.length === 0 && !knowledge.required) return undefined;
+    // Runs that began before retrieval existed carry on without it (their histories have no such step).
+    if (!patched(RETRIEVAL_PATCH)) return undefined;
     if (knowledge.collections.length === 0) {
       return knowledge.required ? { ...unavailable, message: 'The agent has no knowledge to retrieve from, and the request requires retrieval.' } : undefined;
     }

@@ -15,6 +15,9 @@ import { notFound } from '../tenancy';
  */
 export function redeemGrant(purpose: GrantPurpose): Middleware<AppState & { input: { params: { token: string } } }> {
   return async (ctx, next) => {
+    // A refusal while an upload's client may still be sending closes the connection rather than read
+    // the rest of the body; the upload's handler keeps the connection once it has taken the bytes.
+    if (purpose === 'upload') ctx.set('Connection', 'close');
     const wait = addressRefusedFor(ctx.ip);
     if (wait !== undefined) {
       throw new ServiceError('rate_limited', 'Too many failed authentications from this address; retry after the window ends.', { 'Retry-After': String(wait) });

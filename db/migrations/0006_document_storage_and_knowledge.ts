@@ -62,7 +62,8 @@ export const up: Migration = async ({ context }) => {
       tsv            tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED
     );
     CREATE INDEX knowledge_chunks_tsv ON knowledge_chunks USING gin (tsv);
-    CREATE INDEX knowledge_chunks_ingestion ON knowledge_chunks (ingestion_id, seq);
+    -- One chunk per place: an attempt that was given up can never add a second copy of a chunk.
+    CREATE UNIQUE INDEX knowledge_chunks_ingestion ON knowledge_chunks (ingestion_id, seq);
 
     CREATE TABLE knowledge_entries (
       collection_id  bigint NOT NULL REFERENCES knowledge_collections(id) ON DELETE CASCADE,

@@ -3,11 +3,11 @@ import { pipeline } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { documentObject } from '../../../domain/documents';
-import { invalidRequest, ServiceError } from '../../../domain/errors';
+import { invalidRequest } from '../../../domain/errors';
 import { finishUpload, findGrantedDocument } from '../../../db/documents';
 import { logger } from '../../../infra/logger';
 import { uploadStore } from '../../../storage/documentStore';
-import { sendDocument, storedObject } from '../../documents';
+import { alreadyUploaded, sendDocument, storedObject } from '../../documents';
 import { redeemGrant } from '../../middleware/redeemGrant';
 import { validate, type Input } from '../../middleware/validate';
 import type { AppState } from '../../state';
@@ -17,7 +17,14 @@ import { RedeemGrant } from './schema';
 
 type Ctx = Context & { state: AppState };
 
-const alreadyUploaded = () => new ServiceError('document_already_uploaded', 'This document was uploaded already; an upload grant is redeemed once. Create a new document to upload other bytes.');
+/** Errors a stream sees when the client goes away mid-body (directly, or as the cause of an aborted storage request). */
+const CLIENT_GONE = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE']);
+function clientWentAway(err: unknown): boolean {
+  for (let e = err as { code?: string; cause?: unknown; message?: string } | undefined; e; e = e.cause as typeof e) {
+    if ((e.code && CLIENT_GONE.has(e.code)) || e.message === 'aborted') return true;
+  }
+  return false;
+}
 
 /**
  * Redeems an upload grant with the raw bytes, streamed to storage (never held whole): exactly the
@@ -27,8 +34,6 @@ const alreadyUploaded = () => new ServiceError('document_already_uploaded', 'Thi
 async function upload(ctx: Ctx): Promise<void> {
   const document = ctx.state.document!;
   if (document.status !== 'pending') throw alreadyUploaded();
-  // A refusal while the client may still be sending closes the connection rather than read the rest.
-  ctx.set('Connection', 'close');
   const declared = ctx.request.length;
   if (declared !== undefined && declared > document.size_bytes) throw tooLarge(document.size_bytes);
   if (declared !== undefined && declared < document.size_bytes) throw invalidRequest(`The upload is ${declared} bytes; the document declared size_bytes ${document.size_bytes}.`);
@@ -39,8 +44,11 @@ async function upload(ctx: Ctx): Promise<void> {
     await store.write(object, pipeline(ctx.req, meter, () => undefined), document.size_bytes);
   } catch (err) {
     await store.remove(object).catch(() => undefined);
-    // The client going away mid-upload is not the service's failure.
-    throw meter.failure ?? (ctx.req.destroyed ? invalidRequest('The upload was interrupted before its end.') : err);
+    if (meter.failure) throw meter.failure;
+    if (!(await findGrantedDocument(document.workspace, document.public_id))) throw notFound('document_not_found');
+    // The client going away mid-upload is not the service's failure; a storage failure is, and is logged as one.
+    if (clientWentAway(err)) throw invalidRequest('The upload was interrupted before its end.');
+    throw err;
   }
   if (!(await finishUpload(document.id, { sha256: meter.digest(), storage: store.name, storageKey: object.uploadKey }))) {
     // Another upload finished first, or the document was deleted meanwhile.

@@ -4,13 +4,14 @@ import { documentObject } from '../../../domain/documents';
 import { mintId } from '../../../domain/ids';
 import { deleteDocument, documentPage, findDocument, insertDocument, type StoredDocument } from '../../../db/documents';
 import { storeNamed, uploadStore } from '../../../storage/documentStore';
-import { requireCredit, requireUploaded, sendDocument, storedObject, transferUrl } from '../../documents';
+import { alreadyUploaded, requireCredit, requireUploaded, sendDocument, storedObject, transferUrl } from '../../documents';
 import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
 import type { AppState } from '../../state';
 import { notFound } from '../../tenancy';
+import { logger } from '../../../infra/logger';
 import { CreateDocument, ListDocuments, ReadDocument } from './schema';
 
 /** The document the path names, in the caller's workspace: another workspace's is the same 404 as a missing one. */
@@ -94,15 +95,32 @@ export function documentsRoutes(router: Router<AppState>): void {
     },
   );
 
+  router.post<{ input: Input<typeof ReadDocument> }>(
+    '/api/v2/documents/:id/uploads',
+    validate(ReadDocument),
+    authorize({ scopes: ['documents:create'], endpoint: 'documents_uploads' }),
+    async (ctx) => {
+      const document = await documentOf(ctx);
+      if (document.status !== 'pending') throw alreadyUploaded();
+      await requireCredit(document.workspace_id);
+      ctx.status = 201;
+      ctx.body = { object: 'document.upload', document: document.public_id, ...transferUrl(document, 'upload') };
+    },
+  );
+
   router.delete<{ input: Input<typeof ReadDocument> }>(
     '/api/v2/documents/:id',
     validate(ReadDocument),
     authorize({ scopes: ['documents:delete'], endpoint: 'documents_delete' }),
     async (ctx) => {
       const document = await documentOf(ctx);
+      const store = storeNamed(document.storage ?? uploadStore().name);
       // The bytes go first: should the record's deletion fail, a retry finds the record and finishes.
-      await storeNamed(document.storage ?? uploadStore().name).removeAll(storedObject(document));
+      await store.removeAll(storedObject(document));
       await deleteDocument(document.id);
+      // And again after: an upload that finished in between wrote bytes the first pass did not see.
+      // (One that finishes later finds no record, and removes its own.)
+      await store.removeAll(storedObject(document)).catch((err) => logger.warn({ err: String(err), document: document.public_id }, 'document bytes left after deletion'));
       ctx.body = { id: document.public_id, object: 'document', deleted: true };
     },
   );

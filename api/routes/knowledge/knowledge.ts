@@ -27,6 +27,19 @@ async function accepted(ctx: Ctx, ingestion: IngestionRow): Promise<void> {
   ctx.body = ingestionObject(ingestion);
 }
 
+/**
+ * Records the ingestion, or finds the one of this document into this collection still in flight: one
+ * runs at a time, and a second request joins it. One that ends between the two looks is looked for again.
+ */
+async function recordIngestion(i: Parameters<typeof insertIngestion>[0]): Promise<IngestionRow> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (await insertIngestion(i)) return (await findIngestion(i.workspaceId, i.publicId))!;
+    const inFlight = await ingestionInFlight(i.collectionKey, i.documentKey);
+    if (inFlight) return inFlight;
+  }
+  throw new Error('an ingestion could neither be recorded nor found in flight');
+}
+
 /** Knowledge ingestions: turn an uploaded document into knowledge of a collection, and follow it. */
 export function knowledgeRoutes(router: Router<AppState>): void {
   router.post<{ input: Input<typeof CreateIngestion> }>(
@@ -51,7 +64,7 @@ export function knowledgeRoutes(router: Router<AppState>): void {
       await ctx.state.recovery?.begin(id);
       const collectionKey = await collectionNamed(workspace.id, body.collection, () => mintId('collection'));
       ctx.state.traceId ??= mintTraceId();
-      await insertIngestion({
+      const ingestion = await recordIngestion({
         publicId: id,
         workspaceId: workspace.id,
         documentKey: document.id,
@@ -62,9 +75,7 @@ export function knowledgeRoutes(router: Router<AppState>): void {
         requestId: ctx.state.requestId,
         traceId: ctx.state.traceId,
       });
-      // One ingestion of a document into a collection runs at a time: a second request joins it.
-      const ingestion = (await ingestionInFlight(collectionKey, document.id)) ?? (await findIngestion(workspace.id, id));
-      await accepted(ctx, ingestion!);
+      await accepted(ctx, ingestion);
     },
   );
 
