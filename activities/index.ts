@@ -4,3 +4,4 @@ export { callTool, emitRunEvent } from './tools';
 export { settleAbandonedRuns } from './reconcile';
 export { beginIngestion, completeIngestion, failIngestion, indexDocument } from './knowledge';
 export { retrieveKnowledge } from './retrieval';
+export { reportSettled, reportStarted } from './reports';

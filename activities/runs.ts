@@ -1,7 +1,7 @@
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
-import { TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
+import { conversational, TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { creditsFor, ledgerLine } from '../domain/billing';
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
@@ -39,7 +39,7 @@ async function recordRun(sql: Sql, input: RunInput): Promise<{ begun: BegunRun; 
   const outbox = outboxOf(input);
   const conversation = input.conversation
     ? await conversationById(input.conversation.id, sql)
-    : (await openConversation({ workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: input.kind === 'response' }, outbox, sql)).conversation;
+    : (await openConversation({ workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: !conversational(input.kind) }, outbox, sql)).conversation;
   const runKey = await insertRun(
     {
       publicId: input.runId,
@@ -56,7 +56,7 @@ async function recordRun(sql: Sql, input: RunInput): Promise<{ begun: BegunRun; 
     },
     sql,
   );
-  if (input.kind !== 'response') await writeMessage(sql, outbox, { conversation, runKey, role: 'user', content: input.input });
+  if (conversational(input.kind)) await writeMessage(sql, outbox, { conversation, runKey, role: 'user', content: input.input });
   outbox.add('agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' });
   await outbox.write(sql);
   return { begun: begunRun(runKey, conversation) };
@@ -192,7 +192,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     if (balance.charged > 0 && threshold !== null && balance.credits + balance.charged > threshold && balance.credits <= threshold) {
       outbox.add('usage.threshold_reached', { workspace: input.workspace.publicId, balance: balance.credits, threshold });
     }
-    if (s.status === 'completed' && input.kind !== 'response') {
+    if (s.status === 'completed' && conversational(input.kind)) {
       await writeMessage(sql, outbox, { conversation: { id: begun.conversationId, publicId: begun.conversationPublicId }, runKey: begun.runKey, role: 'assistant', content: s.output });
     }
     if (s.handoff) {

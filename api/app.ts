@@ -9,6 +9,7 @@ import { conversationsRoutes } from './routes/conversations/conversations';
 import { documentsRoutes } from './routes/documents/documents';
 import { documentTransfersRoutes } from './routes/documentTransfers/documentTransfers';
 import { knowledgeRoutes } from './routes/knowledge/knowledge';
+import { reportsRoutes } from './routes/reports/reports';
 import { healthRoutes } from './routes/health/health';
 import { logsRoutes } from './routes/logs/logs';
 import { responsesRoutes } from './routes/responses/responses';
@@ -32,6 +33,7 @@ export function createApp(): Koa<AppState> {
   codecRoutes(router);
   documentsRoutes(router);
   knowledgeRoutes(router);
+  reportsRoutes(router);
   // Uploads stream their raw bytes to storage: they are routed before the JSON body parser reads anything.
   const rawBodyRouter = new Router<AppState>();
   documentTransfersRoutes(rawBodyRouter);

@@ -6,7 +6,7 @@ import { ERROR_TABLE, errorBody, ServiceError } from '../domain/errors';
 import { maxRunCost } from '../domain/billing';
 import { hasPrefix, mintId, mintTraceId } from '../domain/ids';
 import { toolSpecs } from '../domain/tools';
-import type { RunInput, RunKind, RunOptions, RunOutcome } from '../domain/runs';
+import { conversational, type RunInput, type RunKind, type RunOptions, type RunOutcome } from '../domain/runs';
 import type { ConversationRecord } from '../db/conversations';
 import { findRunnableAgent, type RunnableAgent } from '../db/agents';
 import { reserveCredits } from '../db/creditReservations';
@@ -108,6 +108,59 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
 }
 
 /**
+ * Everything between an authorized request and its workflow: the agent and its configuration
+ * (404/409), the request's resource (403), the recovery point (`begin`, before anything is held),
+ * the credit hold of the run's maximum cost (402), and the run's input. Used by the execution
+ * endpoints and by reports.
+ */
+export async function planRun(state: AppState, request: ExecutionRequest, target: ExecutionTarget, runId: string, begin: () => Promise<void> | undefined): Promise<RunInput> {
+  const principal = state.principal!;
+  const workspace = workspaceOf(principal);
+  const agent = await findRunnableAgent(workspace.id, target.agentPublicId);
+  if (!agent) throw notFound('agent_not_found');
+  const choice = chooseConfiguration(agent.status, request.options.preview, principal.scopes.has('agent:preview'));
+  const { version, config } = configurationFor(agent, choice);
+  const knowledge = knowledgePlan(config, request.options.knowledgePolicy);
+  const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id, knowledge);
+  await begin();
+  // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
+  // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
+  const maximum = maxRunCost({
+    config,
+    request: [request.input, request.attachments],
+    format: request.options.responseFormat,
+    tools: toolSpecs(config, request.options.toolPolicy),
+    memory: conversational(target.kind) && request.options.memoryPolicy === 'auto',
+    knowledge: knowledge.collections.length > 0,
+  });
+  if (!(await reserveCredits(workspace.id, runId, maximum))) {
+    throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
+  }
+  const traceId = state.traceId ?? mintTraceId();
+  state.runId = runId;
+  state.traceId = traceId;
+  return {
+    runId,
+    kind: target.kind,
+    requestId: state.requestId,
+    traceId,
+    workspace,
+    agent: { id: agent.id, publicId: agent.publicId, version, config },
+    ...(target.conversation && { conversation: { id: target.conversation.id, publicId: target.conversation.publicId, channel: target.conversation.channel } }),
+    ...(request.externalRef && { externalRef: request.externalRef }),
+    input: request.input,
+    attachments: request.attachments,
+    channel: request.channel,
+    ...(request.locale && { locale: request.locale }),
+    metadata: request.metadata,
+    requestContext: request.requestContext,
+    ...(resourceId && { resourceId }),
+    options: request.options,
+    acceptedAt: Date.now(),
+  };
+}
+
+/**
  * The one execution pipeline behind /responses, /agents/{id}/runs and /conversations/{id}/messages.
  * The body was validated and the caller authenticated and scoped before this runs; here: resolve the
  * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
@@ -128,55 +181,11 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     }
   }
 
-  const principal = ctx.state.principal!;
-  const workspace = workspaceOf(principal);
-  const agent = await findRunnableAgent(workspace.id, target.agentPublicId);
-  if (!agent) throw notFound('agent_not_found');
-  const choice = chooseConfiguration(agent.status, request.options.preview, principal.scopes.has('agent:preview'));
-  const { version, config } = configurationFor(agent, choice);
-  const knowledge = knowledgePlan(config, request.options.knowledgePolicy);
-  const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id, knowledge);
-
   // A resumed request whose run never reached Temporal starts it now, under the id it recorded.
   const runId = resumed ?? mintId('run');
   // The recovery point is stored before anything is held or started: from here on the key is never
   // released, and a replay (which begins nothing) stops here.
-  await ctx.state.recovery?.begin(runId);
-  // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
-  // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
-  const maximum = maxRunCost({
-    config,
-    request: [request.input, request.attachments],
-    format: request.options.responseFormat,
-    tools: toolSpecs(config, request.options.toolPolicy),
-    memory: target.kind !== 'response' && request.options.memoryPolicy === 'auto',
-    knowledge: knowledge.collections.length > 0,
-  });
-  if (!(await reserveCredits(workspace.id, runId, maximum))) {
-    throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
-  }
-  const traceId = mintTraceId();
-  ctx.state.runId = runId;
-  ctx.state.traceId = traceId;
-  const input: RunInput = {
-    runId,
-    kind: target.kind,
-    requestId: ctx.state.requestId,
-    traceId,
-    workspace,
-    agent: { id: agent.id, publicId: agent.publicId, version, config },
-    ...(target.conversation && { conversation: { id: target.conversation.id, publicId: target.conversation.publicId, channel: target.conversation.channel } }),
-    ...(request.externalRef && { externalRef: request.externalRef }),
-    input: request.input,
-    attachments: request.attachments,
-    channel: request.channel,
-    ...(request.locale && { locale: request.locale }),
-    metadata: request.metadata,
-    requestContext: request.requestContext,
-    ...(resourceId && { resourceId }),
-    options: request.options,
-    acceptedAt: Date.now(),
-  };
+  const input = await planRun(ctx.state, request, target, runId, () => ctx.state.recovery?.begin(runId));
   const handle = await startRun(client, input);
   await answer(ctx, handle, runId, request.options, !resumed);
 }

@@ -5,6 +5,7 @@ const NOT_FOUND_MESSAGE: Partial<Record<ErrorCode, string>> = {
   conversation_not_found: 'No such conversation.',
   document_not_found: 'No such document.',
   ingestion_not_found: 'No such knowledge ingestion.',
+  report_not_found: 'No such report.',
   run_not_found: 'No such run.',
 };
 

@@ -23,6 +23,7 @@ export const ERROR_TABLE = {
   permission_denied: { http: 403, runStatus: 'failed' },
   provider_unavailable: { http: 502, runStatus: 'failed' },
   rate_limited: { http: 429, runStatus: 'blocked' },
+  report_not_found: { http: 404, runStatus: 'failed' },
   run_not_found: { http: 404, runStatus: 'failed' },
   // Not in the spec's table: a dependency the request cannot safely go without (Redis for rate limits) is down.
   service_unavailable: { http: 503, runStatus: 'failed' },

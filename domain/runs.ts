@@ -2,7 +2,17 @@ import type { AgentConfig } from './agents';
 import type { ErrorCode, RunStatus } from './errors';
 import type { Usage } from './usage';
 
-export type RunKind = 'response' | 'agent_run' | 'message';
+/**
+ * What a run was asked for by: /responses (stateless: no copy of the exchange is kept), an agent run
+ * or a conversation message (conversational: messages and memory), or a report (neither: its answer
+ * is kept as the report's result).
+ */
+export type RunKind = 'response' | 'agent_run' | 'message' | 'report';
+
+/** Whether the run is a turn of a public conversation: it writes messages and may remember. */
+export function conversational(kind: RunKind): boolean {
+  return kind === 'agent_run' || kind === 'message';
+}
 
 export type OutputItem =
   | { type: 'text'; text: string }

@@ -101,6 +101,11 @@ if (process.env.RECORD_HISTORIES) {
       await record('ingestion', ingestion.id);
       await record('knowledge', (await respond(t.key, { agent: t.agent, input: 'Are returns accepted?' })).body.id);
     });
+    it('report', async () => {
+      const t = await tenant({ scopes: ['reports:create', 'reports:read'] });
+      const accepted = await call(api.url, 'POST', '/api/v2/reports', { key: t.key, body: { agent: t.agent, name: 'r', task: 'Summarise.' } });
+      await record('report', accepted.body.id);
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -110,7 +115,7 @@ if (process.env.RECORD_HISTORIES) {
 } else {
   it('replays every recorded run history against the current workflow code', async () => {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(names.sort()).toEqual(['cancel', 'handoff', 'ingestion', 'knowledge', 'plain', 'reconcile', 'repair', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel', 'handoff', 'ingestion', 'knowledge', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {

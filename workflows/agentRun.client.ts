@@ -1,17 +1,14 @@
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
-import type { RunInput, RunResponse } from '../domain/runs';
+import type { RunInput } from '../domain/runs';
 import type { agentRun } from './agentRun';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
-import { RUN_EXECUTION_MARGIN_MS } from './timings';
+import { runStartOptions, type QueuedRunMemo } from './agentRun.options';
+import { SEARCH_ATTRIBUTES } from './registry';
 
 /**
- * Everything the API does with agentRun workflows: the workflow id (the run id), the queue, the
- * search attributes, the memo and the execution timeout live here and nowhere else.
+ * Everything the API does with agentRun workflows: starting (with agentRun.options.ts, shared with
+ * workflows that start runs as children), attaching and describing.
  */
-export const RUN_QUEUE: TaskQueue = 'agent-runs';
-
-/** What describes a run that no worker has recorded yet (queued): kept in the memo, never decoded from history. */
-export type QueuedRunMemo = Pick<RunResponse, 'agent' | 'agent_version' | 'metadata' | 'request_id' | 'trace_id'> & { conversation?: string };
+export { RUN_QUEUE, type QueuedRunMemo } from './agentRun.options';
 
 export type RunHandle = WorkflowHandle<typeof agentRun>;
 
@@ -20,28 +17,11 @@ export type RunHandle = WorkflowHandle<typeof agentRun>;
  * that reached Temporal before): a run id is started at most once, ever.
  */
 export async function startRun(client: Client, input: RunInput, options: { taskQueue?: string } = {}): Promise<RunHandle> {
-  const memo: QueuedRunMemo = {
-    agent: input.agent.publicId,
-    agent_version: input.agent.version,
-    metadata: input.metadata,
-    request_id: input.requestId,
-    trace_id: input.traceId,
-    ...(input.kind !== 'response' && input.conversation && { conversation: input.conversation.publicId }),
-  };
   try {
     return await client.workflow.start<typeof agentRun>('agentRun', {
-      taskQueue: options.taskQueue ?? RUN_QUEUE,
-      workflowId: input.runId,
-      args: [input],
+      ...runStartOptions(input, options.taskQueue),
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      workflowExecutionTimeout: input.options.timeoutMs + RUN_EXECUTION_MARGIN_MS,
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.workspaceId, value: input.workspace.publicId },
-        { key: SEARCH_ATTRIBUTES.agentId, value: input.agent.publicId },
-        { key: SEARCH_ATTRIBUTES.kind, value: input.kind },
-      ],
-      memo: { ...memo },
     });
   } catch (err) {
     // The run ran and closed already: attach to it; its outcome is the answer.

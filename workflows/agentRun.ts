@@ -13,7 +13,7 @@ import {
 import type * as activities from '../activities';
 import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
-import { REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
+import { conversational, REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
@@ -118,7 +118,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     proxyActivities<typeof activities>({ startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
 
   let begun: BegunRun | undefined;
-  const memory = input.kind !== 'response' && input.options.memoryPolicy === 'auto';
+  const memory = conversational(input.kind) && input.options.memoryPolicy === 'auto';
   let usage: Usage = ZERO_USAGE;
   let model = input.agent.config.model ?? 'default';
   const format = input.options.responseFormat;

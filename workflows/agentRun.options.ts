@@ -1,0 +1,37 @@
+import type { RunInput, RunResponse } from '../domain/runs';
+import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { RUN_EXECUTION_MARGIN_MS } from './timings';
+
+/** The queue agentRun workflows run on. */
+export const RUN_QUEUE: TaskQueue = 'agent-runs';
+
+/** What describes a run that no worker has recorded yet (queued): kept in the memo, never decoded from history. */
+export type QueuedRunMemo = Pick<RunResponse, 'agent' | 'agent_version' | 'metadata' | 'request_id' | 'trace_id'> & { conversation?: string };
+
+/**
+ * How every agentRun starts, whoever starts it (the API's client, or a report's workflow as its
+ * child): the run id as workflow id, the queue, the execution timeout, search attributes and memo.
+ * No client imports: workflow code uses it too.
+ */
+export function runStartOptions(input: RunInput, taskQueue: string = RUN_QUEUE) {
+  const memo: QueuedRunMemo = {
+    agent: input.agent.publicId,
+    agent_version: input.agent.version,
+    metadata: input.metadata,
+    request_id: input.requestId,
+    trace_id: input.traceId,
+    ...(input.kind !== 'response' && input.conversation && { conversation: input.conversation.publicId }),
+  };
+  return {
+    taskQueue,
+    workflowId: input.runId,
+    args: [input] as [RunInput],
+    workflowExecutionTimeout: input.options.timeoutMs + RUN_EXECUTION_MARGIN_MS,
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.workspaceId, value: input.workspace.publicId },
+      { key: SEARCH_ATTRIBUTES.agentId, value: input.agent.publicId },
+      { key: SEARCH_ATTRIBUTES.kind, value: input.kind },
+    ],
+    memo: { ...memo },
+  };
+}

@@ -1,0 +1,33 @@
+import { executeChild, proxyActivities, type RetryPolicy } from '@temporalio/workflow';
+import type * as activities from '../activities';
+import type { ReportFormat } from '../domain/reports';
+import type { RunInput, RunOutcome } from '../domain/runs';
+import { agentRun } from './agentRun';
+import { runStartOptions } from './agentRun.options';
+
+export interface ReportInput {
+  reportId: string;
+  format: ReportFormat;
+  /** The report's run: an ordinary agentRun of kind `report` (billed, logged, repaired like any). */
+  run: RunInput;
+}
+
+/** Bookkeeping in PostgreSQL: short and idempotent, retried until it succeeds. */
+const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };
+const { reportStarted, reportSettled } = proxyActivities<typeof activities>({ startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY });
+
+/**
+ * One report: queued → running (its run started as a child workflow on the agent-runs queue) →
+ * completed with the run's answer as its result, or → failed with the run's error.
+ */
+export async function report(input: ReportInput): Promise<void> {
+  await reportStarted(input.reportId);
+  let outcome: RunOutcome | undefined;
+  try {
+    outcome = await executeChild(agentRun, runStartOptions(input.run));
+  } catch {
+    // The run ended without settling (terminated, timed out): the reconciler settles it; the report fails.
+    outcome = undefined;
+  }
+  await reportSettled({ reportId: input.reportId, format: input.format, outcome });
+}
