@@ -5,3 +5,4 @@ export { settleAbandonedRuns } from './reconcile';
 export { beginIngestion, completeIngestion, failIngestion, indexDocument } from './knowledge';
 export { retrieveKnowledge } from './retrieval';
 export { reportSettled, reportStarted } from './reports';
+export { beginExtraction, extractionProgress, holdSegmentCredits, settleExtraction } from './extractions';

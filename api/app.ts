@@ -8,6 +8,7 @@ import { codecRoutes } from './routes/codec/codec';
 import { conversationsRoutes } from './routes/conversations/conversations';
 import { documentsRoutes } from './routes/documents/documents';
 import { documentTransfersRoutes } from './routes/documentTransfers/documentTransfers';
+import { extractionsRoutes } from './routes/extractions/extractions';
 import { knowledgeRoutes } from './routes/knowledge/knowledge';
 import { reportsRoutes } from './routes/reports/reports';
 import { healthRoutes } from './routes/health/health';
@@ -34,6 +35,7 @@ export function createApp(): Koa<AppState> {
   documentsRoutes(router);
   knowledgeRoutes(router);
   reportsRoutes(router);
+  extractionsRoutes(router);
   // Uploads stream their raw bytes to storage: they are routed before the JSON body parser reads anything.
   const rawBodyRouter = new Router<AppState>();
   documentTransfersRoutes(rawBodyRouter);

@@ -14,10 +14,10 @@ import { notFound } from './tenancy';
 const UNRECORDED_STATUS: Record<RunWorkflowState, RunStatus> = { open: 'queued', completed: 'failed', cancelled: 'cancelled', ended: 'failed' };
 
 /** Each kind of run is readable only with the scope that could have created it. */
-const SCOPE_OF_KIND: Record<RunKind, Scope> = { response: 'responses:create', agent_run: 'agents:run', message: 'messages:create', report: 'reports:create' };
+const SCOPE_OF_KIND: Record<RunKind, Scope> = { response: 'responses:create', agent_run: 'agents:run', message: 'messages:create', report: 'reports:create', extraction: 'extractions:create' };
 
 /** The scopes that can read some kind of run (the run endpoints admit any, then check the run's own). */
-export const RUN_READER_SCOPES = ['agents:run', 'responses:create', 'messages:create', 'reports:create'] as const;
+export const RUN_READER_SCOPES = ['agents:run', 'responses:create', 'messages:create', 'reports:create', 'extractions:create'] as const;
 
 const readable = (principal: Principal, kind: string | undefined) => kind !== undefined && principal.scopes.has(SCOPE_OF_KIND[kind as RunKind]);
 

@@ -4,6 +4,7 @@ const NOT_FOUND_MESSAGE: Partial<Record<ErrorCode, string>> = {
   agent_not_found: 'No such agent.',
   conversation_not_found: 'No such conversation.',
   document_not_found: 'No such document.',
+  extraction_not_found: 'No such extraction.',
   ingestion_not_found: 'No such knowledge ingestion.',
   report_not_found: 'No such report.',
   run_not_found: 'No such run.',

@@ -69,6 +69,26 @@ export function insertAgent(a: { publicId: string; workspaceId: number; name: st
   });
 }
 
+const INSERT_BUILTIN = statement(
+  `INSERT INTO agents (public_id, workspace_id, name, status, draft_config, published_version, builtin) VALUES ($1, $2, $3, 'active', $4, 1, $5)
+   ON CONFLICT (workspace_id, builtin) WHERE builtin IS NOT NULL DO NOTHING
+   RETURNING id`,
+);
+const BUILTIN = statement('SELECT public_id AS "publicId" FROM agents WHERE workspace_id = $1 AND builtin = $2');
+
+/**
+ * The workspace's built-in agent of this kind (the extraction agent a request that names none uses),
+ * created with its configuration published on first use; its public id.
+ */
+export function builtinAgent(b: { workspaceId: number; builtin: string; name: string; config: AgentConfig; mintPublicId: () => string }): Promise<string> {
+  return transaction(async (tx) => {
+    const [created] = await tx.rows<{ id: number }>(INSERT_BUILTIN, [b.mintPublicId(), b.workspaceId, b.name, JSON.stringify(b.config), b.builtin]);
+    if (created) await tx.rows(INSERT_VERSION, [created.id, 1, JSON.stringify(b.config)]);
+    const [agent] = await tx.rows<{ publicId: string }>(BUILTIN, [b.workspaceId, b.builtin]);
+    return agent.publicId;
+  });
+}
+
 const UPDATE_DRAFT = statement(`UPDATE agents SET draft_config = $2, draft_changed = true, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`);
 
 export async function updateAgentDraft(id: number, config: AgentConfig, on: Sql = sql): Promise<AgentRecord> {

@@ -13,6 +13,7 @@ export const ERROR_TABLE = {
   document_not_found: { http: 404, runStatus: 'failed' },
   document_not_uploaded: { http: 409, runStatus: 'failed' },
   ingestion_not_found: { http: 404, runStatus: 'failed' },
+  extraction_not_found: { http: 404, runStatus: 'failed' },
   idempotency_conflict: { http: 409, runStatus: 'failed' },
   internal_error: { http: 500, runStatus: 'failed' },
   invalid_context: { http: 403, runStatus: 'failed' },

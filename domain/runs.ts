@@ -4,10 +4,10 @@ import type { Usage } from './usage';
 
 /**
  * What a run was asked for by: /responses (stateless: no copy of the exchange is kept), an agent run
- * or a conversation message (conversational: messages and memory), or a report (neither: its answer
- * is kept as the report's result).
+ * or a conversation message (conversational: messages and memory), a report or one segment of an
+ * extraction (neither: the answer is kept as the report's or the extraction's result).
  */
-export type RunKind = 'response' | 'agent_run' | 'message' | 'report';
+export type RunKind = 'response' | 'agent_run' | 'message' | 'report' | 'extraction';
 
 /** Whether the run is a turn of a public conversation: it writes messages and may remember. */
 export function conversational(kind: RunKind): boolean {

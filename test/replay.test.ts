@@ -106,6 +106,14 @@ if (process.env.RECORD_HISTORIES) {
       const accepted = await call(api.url, 'POST', '/api/v2/reports', { key: t.key, body: { agent: t.agent, name: 'r', task: 'Summarise.' } });
       await record('report', accepted.body.id);
     });
+    it('extraction', async () => {
+      const t = await tenant({ scopes: ['documents:create', 'extractions:create', 'extractions:read'] });
+      const document = await uploadedDocument(api.url, t.key, 'names.txt', 'text/plain', Buffer.from('Present: Ann.'));
+      await scriptModel(t.model, [{ text: '{"names":["ann"]}' }]);
+      const schema = { type: 'object', properties: { names: { type: 'array', items: { type: 'string' } } }, required: ['names'], additionalProperties: false };
+      const accepted = await call(api.url, 'POST', '/api/v2/extractions', { key: t.key, body: { document, schema, agent: t.agent } });
+      await record('extraction', accepted.body.id);
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -115,7 +123,7 @@ if (process.env.RECORD_HISTORIES) {
 } else {
   it('replays every recorded run history against the current workflow code', async () => {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(names.sort()).toEqual(['cancel', 'handoff', 'ingestion', 'knowledge', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'knowledge', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {

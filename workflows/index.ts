@@ -1,4 +1,5 @@
 export { agentRun } from './agentRun';
+export { extraction } from './extraction';
 export { knowledgeIngestion } from './knowledgeIngestion';
 export { reconcileRuns } from './reconcileRuns';
 export { report } from './report';

@@ -1,0 +1,107 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { chooseConfiguration } from '../../../domain/agents';
+import { invalidRequest } from '../../../domain/errors';
+import { EXTRACTION_INSTRUCTIONS, extractionObject, type ExtractionStatus } from '../../../domain/extractions';
+import { mintId, mintTraceId } from '../../../domain/ids';
+import { EXTRACTORS, extractorFor } from '../../../domain/knowledge';
+import { builtinAgent, findRunnableAgent } from '../../../db/agents';
+import { findDocument } from '../../../db/documents';
+import { extractionPage, findExtraction, insertExtraction, type ExtractionRow } from '../../../db/extractions';
+import { temporal } from '../../../infra/temporalClient';
+import { startExtractionWorkflow } from '../../../workflows/extraction.client';
+import { requireCredit, requireUploaded } from '../../documents';
+import { listPage } from '../../listPage';
+import { authorize, workspaceOf } from '../../middleware/auth';
+import { idempotent } from '../../middleware/idempotent';
+import { validate, type Input } from '../../middleware/validate';
+import type { AppState } from '../../state';
+import { notFound } from '../../tenancy';
+import { CreateExtraction, ListExtractions, ReadExtraction } from './schema';
+
+type Ctx = Context & { state: AppState };
+
+/** Starts the extraction's workflow (or finds it started) and answers 202 with the record: the caller polls it. */
+async function accepted(ctx: Ctx, extraction: ExtractionRow): Promise<void> {
+  const workspace = workspaceOf(ctx.state.principal);
+  await startExtractionWorkflow(await temporal(), { extractionId: extraction.public_id, workspace }, { agent: extraction.agent, requestId: extraction.request_id, traceId: extraction.trace_id });
+  ctx.status = 202;
+  ctx.set('Location', `/api/v2/extractions/${extraction.public_id}`);
+  ctx.body = extractionObject(extraction);
+}
+
+/** The agent a request names (active, published), or the workspace's built-in extraction agent. */
+async function extractingAgent(workspaceId: number, named: string | undefined): Promise<string> {
+  if (!named) {
+    return builtinAgent({ workspaceId, builtin: 'extraction', name: 'Document extraction (built in)', config: { instructions: EXTRACTION_INSTRUCTIONS }, mintPublicId: () => mintId('agent') });
+  }
+  const agent = await findRunnableAgent(workspaceId, named);
+  if (!agent) throw notFound('agent_not_found');
+  chooseConfiguration(agent.status, false, false);
+  return agent.publicId;
+}
+
+/** Extractions: structured data drawn from a document's text by runs of an agent, and followed. */
+export function extractionsRoutes(router: Router<AppState>): void {
+  router.post<{ input: Input<typeof CreateExtraction> }>(
+    '/api/v2/extractions',
+    validate(CreateExtraction),
+    authorize({ scopes: ['extractions:create'], endpoint: 'extractions_create', agent: (ctx) => ctx.state.input.body.agent }),
+    idempotent('Idempotent-Replay'),
+    async (ctx) => {
+      const { body } = ctx.state.input;
+      const workspace = workspaceOf(ctx.state.principal);
+      const resumed = ctx.state.recovery?.resumed;
+      const earlier = resumed ? await findExtraction(workspace.id, resumed) : undefined;
+      if (earlier) return accepted(ctx, earlier);
+
+      const document = await findDocument(workspace.id, body.document);
+      if (!document) throw notFound('document_not_found');
+      requireUploaded(document);
+      if (!extractorFor(document.mime_type)) {
+        throw invalidRequest(`Data cannot be extracted from a ${document.mime_type} document; supported types: ${Object.keys(EXTRACTORS).join(', ')}.`);
+      }
+      const agent = await extractingAgent(workspace.id, body.agent);
+      // Each segment's run holds its own credits when it starts; a workspace with none is refused now.
+      await requireCredit(workspace.id);
+      const id = resumed ?? mintId('extraction');
+      await ctx.state.recovery?.begin(id);
+      const runnable = (await findRunnableAgent(workspace.id, agent))!;
+      ctx.state.traceId ??= mintTraceId();
+      await insertExtraction({
+        publicId: id,
+        workspaceId: workspace.id,
+        documentKey: document.id,
+        document: document.public_id,
+        agentKey: runnable.id,
+        schema: body.schema,
+        instructions: body.instructions,
+        requestId: ctx.state.requestId,
+        traceId: ctx.state.traceId,
+      });
+      await accepted(ctx, (await findExtraction(workspace.id, id))!);
+    },
+  );
+
+  router.get<{ input: Input<typeof ListExtractions> }>(
+    '/api/v2/extractions',
+    validate(ListExtractions),
+    authorize({ scopes: ['extractions:read'], endpoint: 'extractions_list' }),
+    async (ctx) => {
+      const { limit, after, filters } = ctx.state.input.query;
+      const rows = await extractionPage(workspaceOf(ctx.state.principal).id, { after, limit: limit + 1, status: filters.status as ExtractionStatus | undefined, document: filters.document });
+      ctx.body = listPage(rows, limit, extractionObject);
+    },
+  );
+
+  router.get<{ input: Input<typeof ReadExtraction> }>(
+    '/api/v2/extractions/:id',
+    validate(ReadExtraction),
+    authorize({ scopes: ['extractions:read'], endpoint: 'extractions_read' }),
+    async (ctx) => {
+      const extraction = await findExtraction(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
+      if (!extraction) throw notFound('extraction_not_found');
+      ctx.body = extractionObject(extraction);
+    },
+  );
+}
