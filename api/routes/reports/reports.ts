@@ -6,7 +6,8 @@ import { MAX_RUN_TIMEOUT_MS } from '../../../workflows/timings';
 import { findReport, insertReport, reportPage, type ReportRow } from '../../../db/reports';
 import { temporal } from '../../../infra/temporalClient';
 import { startReportWorkflow } from '../../../workflows/report.client';
-import { planRun } from '../../execution';
+import { requesterOf } from '../../execution';
+import { planRun } from '../../planRun';
 import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
@@ -43,7 +44,7 @@ export function reportsRoutes(router: Router<AppState>): void {
 
       const reportId = resumed ?? mintId('report');
       const run = await planRun(
-        ctx.state,
+        requesterOf(ctx.state),
         {
           input: reportTask(body.task, body.inputs, body.format),
           attachments: [],
@@ -77,6 +78,7 @@ export function reportsRoutes(router: Router<AppState>): void {
         traceId: run.traceId,
         runInput: run,
       });
+      ctx.state.traceId = run.traceId;
       await accepted(ctx, (await findReport(workspace.id, reportId))!);
     },
   );

@@ -1,0 +1,110 @@
+import { chooseConfiguration, type AgentConfig, type ConfigurationChoice } from '../domain/agents';
+import { maxRunCost } from '../domain/billing';
+import { ServiceError } from '../domain/errors';
+import { hasPrefix, mintTraceId } from '../domain/ids';
+import { knowledgePlan, type KnowledgePlan } from '../domain/knowledge';
+import { conversational, type RunInput, type RunKind } from '../domain/runs';
+import type { Scope } from '../domain/scopes';
+import { toolSpecs } from '../domain/tools';
+import type { ConversationRecord } from '../db/conversations';
+import { findRunnableAgent, type RunnableAgent } from '../db/agents';
+import { reserveCredits } from '../db/creditReservations';
+import { documentExists } from '../db/documents';
+import { documentIndexedIn } from '../db/knowledgeChunks';
+import { collectionExists, collectionName } from '../db/knowledgeCollections';
+import { notFound } from './tenancy';
+import type { ExecutionRequest } from './validation/runtimeInput';
+
+export interface ExecutionTarget {
+  kind: RunKind;
+  agentPublicId: string;
+  /** Posting a message: the conversation, already resolved in the caller's workspace. */
+  conversation?: Pick<ConversationRecord, 'id' | 'publicId' | 'channel'>;
+}
+
+/** Who asks for the run: the caller's workspace and scopes, and the request's ids. */
+export interface RunRequester {
+  workspace: RunInput['workspace'];
+  scopes: ReadonlySet<Scope>;
+  requestId: string;
+  traceId?: string;
+}
+
+function configurationFor(agent: RunnableAgent, choice: ConfigurationChoice): { version: number; config: AgentConfig } {
+  if (choice === 'draft') return { version: agent.publishedVersion + (agent.draftChanged ? 1 : 0), config: agent.draftConfig };
+  if (!agent.publishedConfig) throw new ServiceError('agent_not_available', 'Agent has no published version.');
+  return { version: agent.publishedVersion, config: agent.publishedConfig };
+}
+
+/** Whether the resource is in the knowledge the run retrieves from (a document indexed in, or one of, its collections). */
+async function inKnowledge(workspaceId: number, id: string, plan: KnowledgePlan): Promise<boolean> {
+  if (hasPrefix('document', id)) return documentIndexedIn(workspaceId, plan.collections, id);
+  const name = await collectionName(workspaceId, id);
+  return name !== undefined && plan.collections.includes(name);
+}
+
+/**
+ * request_context.resource_id narrows the run to one document or knowledge collection of the
+ * workspace. A resource the caller cannot reach is refused, never silently narrowed to nothing: so is
+ * one outside the agent's knowledge when the run retrieves.
+ */
+async function requireReachable(workspaceId: number, resourceId: unknown, plan: KnowledgePlan): Promise<string | undefined> {
+  if (resourceId === undefined) return undefined;
+  const id = String(resourceId);
+  const exists = hasPrefix('document', id) ? documentExists : hasPrefix('collection', id) ? collectionExists : undefined;
+  if (!exists || !(await exists(workspaceId, id))) throw new ServiceError('invalid_context', 'request_context.resource_id names a resource this credential cannot reach.');
+  if (plan.collections.length > 0 && !(await inKnowledge(workspaceId, id, plan))) {
+    throw new ServiceError('invalid_context', "request_context.resource_id names a resource outside this agent's knowledge; ingest it into one of the agent's collections first.");
+  }
+  return id;
+}
+
+
+/**
+ * Everything between an authorized request and its workflow: the agent and its configuration
+ * (404/409), the request's resource (403), the recovery point (`begin`, before anything is held),
+ * the credit hold of the run's maximum cost (402), and the run's input. Used by the execution
+ * endpoints, reports, and the items of runs.batch jobs (in a worker): nothing here knows of Koa.
+ */
+export async function planRun(who: RunRequester, request: ExecutionRequest, target: ExecutionTarget, runId: string, begin: () => Promise<void> | undefined): Promise<RunInput> {
+  const { workspace } = who;
+  const agent = await findRunnableAgent(workspace.id, target.agentPublicId);
+  if (!agent) throw notFound('agent_not_found');
+  const choice = chooseConfiguration(agent.status, request.options.preview, who.scopes.has('agent:preview'));
+  const { version, config } = configurationFor(agent, choice);
+  const knowledge = knowledgePlan(config, request.options.knowledgePolicy);
+  const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id, knowledge);
+  await begin();
+  // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
+  // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
+  const maximum = maxRunCost({
+    config,
+    request: [request.input, request.attachments],
+    format: request.options.responseFormat,
+    tools: toolSpecs(config, request.options.toolPolicy),
+    memory: conversational(target.kind) && request.options.memoryPolicy === 'auto',
+    knowledge: knowledge.collections.length > 0,
+  });
+  if (!(await reserveCredits(workspace.id, runId, maximum))) {
+    throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
+  }
+  return {
+    runId,
+    kind: target.kind,
+    requestId: who.requestId,
+    traceId: who.traceId ?? mintTraceId(),
+    workspace,
+    agent: { id: agent.id, publicId: agent.publicId, version, config },
+    ...(target.conversation && { conversation: { id: target.conversation.id, publicId: target.conversation.publicId, channel: target.conversation.channel } }),
+    ...(request.externalRef && { externalRef: request.externalRef }),
+    input: request.input,
+    attachments: request.attachments,
+    channel: request.channel,
+    ...(request.locale && { locale: request.locale }),
+    metadata: request.metadata,
+    requestContext: request.requestContext,
+    ...(resourceId && { resourceId }),
+    options: request.options,
+    acceptedAt: Date.now(),
+  };
+}
