@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { ValidationError } from 'yup';
 import { closeDb } from '../db/sequelize';
 import * as admin from './commands';
+import { watchJob } from './jobWatch';
 
 /**
  * The admin CLI, stand-in for the dashboard (DESIGN.md §3). Each command prints one JSON object on
@@ -19,7 +20,8 @@ const USAGE = `usage: admin <command> [options]
   agent create --workspace ID --name N [--status active|draft|paused|preview|archived] [--config FILE]
   agent update --agent ID --config FILE
   agent publish --agent ID
-  agent set-status --agent ID --status S`;
+  agent set-status --agent ID --status S
+  job watch --job ID   (a progress bar on stderr until the job ends; its record on stdout)`;
 
 const OPTIONS = {
   name: { type: 'string' },
@@ -36,6 +38,7 @@ const OPTIONS = {
   agent: { type: 'string' },
   status: { type: 'string' },
   config: { type: 'string' },
+  job: { type: 'string' },
 } as const;
 
 type Values = Partial<Record<keyof typeof OPTIONS, string>>;
@@ -90,6 +93,9 @@ async function run(argv: string[]): Promise<unknown> {
       return admin.setAgentStatus({ agent: v.agent!, status: v.status! });
     case 'scope list':
       return admin.listScopes();
+    case 'job watch':
+      required(v, 'job');
+      return watchJob({ job: v.job! });
     default:
       throw new admin.AdminError(`unknown command "${command}"\n${USAGE}`);
   }

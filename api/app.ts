@@ -9,6 +9,7 @@ import { conversationsRoutes } from './routes/conversations/conversations';
 import { documentsRoutes } from './routes/documents/documents';
 import { documentTransfersRoutes } from './routes/documentTransfers/documentTransfers';
 import { extractionsRoutes } from './routes/extractions/extractions';
+import { jobsRoutes } from './routes/jobs/jobs';
 import { knowledgeRoutes } from './routes/knowledge/knowledge';
 import { reportsRoutes } from './routes/reports/reports';
 import { healthRoutes } from './routes/health/health';
@@ -36,6 +37,7 @@ export function createApp(): Koa<AppState> {
   knowledgeRoutes(router);
   reportsRoutes(router);
   extractionsRoutes(router);
+  jobsRoutes(router);
   // Uploads stream their raw bytes to storage: they are routed before the JSON body parser reads anything.
   const rawBodyRouter = new Router<AppState>();
   documentTransfersRoutes(rawBodyRouter);

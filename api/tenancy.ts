@@ -6,6 +6,7 @@ const NOT_FOUND_MESSAGE: Partial<Record<ErrorCode, string>> = {
   document_not_found: 'No such document.',
   extraction_not_found: 'No such extraction.',
   ingestion_not_found: 'No such knowledge ingestion.',
+  job_not_found: 'No such job.',
   report_not_found: 'No such report.',
   run_not_found: 'No such run.',
 };

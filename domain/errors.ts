@@ -17,6 +17,7 @@ export const ERROR_TABLE = {
   idempotency_conflict: { http: 409, runStatus: 'failed' },
   internal_error: { http: 500, runStatus: 'failed' },
   invalid_context: { http: 403, runStatus: 'failed' },
+  job_not_found: { http: 404, runStatus: 'failed' },
   invalid_request: { http: 400, runStatus: 'failed' },
   knowledge_unavailable: { http: 503, runStatus: 'failed' },
   not_implemented: { http: 501, runStatus: 'failed' },

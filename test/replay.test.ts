@@ -114,6 +114,11 @@ if (process.env.RECORD_HISTORIES) {
       const accepted = await call(api.url, 'POST', '/api/v2/extractions', { key: t.key, body: { document, schema, agent: t.agent } });
       await record('extraction', accepted.body.id);
     });
+    it('job', async () => {
+      const t = await tenant({ scopes: ['jobs:create', 'jobs:read'] });
+      const accepted = await call(api.url, 'POST', '/api/v2/jobs', { key: t.key, body: { type: 'runs.batch', params: { agent: t.agent }, items: [{ input: 'a' }, { input: 'b' }] } });
+      await record('job', accepted.body.id);
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -123,7 +128,7 @@ if (process.env.RECORD_HISTORIES) {
 } else {
   it('replays every recorded run history against the current workflow code', async () => {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'knowledge', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {

@@ -1,16 +1,12 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { chooseConfiguration } from '../../../domain/agents';
-import { invalidRequest } from '../../../domain/errors';
-import { EXTRACTION_INSTRUCTIONS, extractionObject, type ExtractionStatus } from '../../../domain/extractions';
+import { extractionObject, type ExtractionStatus } from '../../../domain/extractions';
 import { mintId, mintTraceId } from '../../../domain/ids';
-import { EXTRACTORS, extractorFor } from '../../../domain/knowledge';
-import { builtinAgent, findRunnableAgent } from '../../../db/agents';
-import { findDocument } from '../../../db/documents';
-import { extractionPage, findExtraction, insertExtraction, type ExtractionRow } from '../../../db/extractions';
+import { extractionPage, findExtraction, type ExtractionRow } from '../../../db/extractions';
 import { temporal } from '../../../infra/temporalClient';
 import { startExtractionWorkflow } from '../../../workflows/extraction.client';
-import { requireCredit, requireUploaded } from '../../documents';
+import { requireCredit } from '../../documents';
+import { createExtraction } from '../../extractions';
 import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
@@ -30,17 +26,6 @@ async function accepted(ctx: Ctx, extraction: ExtractionRow): Promise<void> {
   ctx.body = extractionObject(extraction);
 }
 
-/** The agent a request names (active, published), or the workspace's built-in extraction agent. */
-async function extractingAgent(workspaceId: number, named: string | undefined): Promise<string> {
-  if (!named) {
-    return builtinAgent({ workspaceId, builtin: 'extraction', name: 'Document extraction (built in)', config: { instructions: EXTRACTION_INSTRUCTIONS }, mintPublicId: () => mintId('agent') });
-  }
-  const agent = await findRunnableAgent(workspaceId, named);
-  if (!agent) throw notFound('agent_not_found');
-  chooseConfiguration(agent.status, false, false);
-  return agent.publicId;
-}
-
 /** Extractions: structured data drawn from a document's text by runs of an agent, and followed. */
 export function extractionsRoutes(router: Router<AppState>): void {
   router.post<{ input: Input<typeof CreateExtraction> }>(
@@ -55,30 +40,11 @@ export function extractionsRoutes(router: Router<AppState>): void {
       const earlier = resumed ? await findExtraction(workspace.id, resumed) : undefined;
       if (earlier) return accepted(ctx, earlier);
 
-      const document = await findDocument(workspace.id, body.document);
-      if (!document) throw notFound('document_not_found');
-      requireUploaded(document);
-      if (!extractorFor(document.mime_type)) {
-        throw invalidRequest(`Data cannot be extracted from a ${document.mime_type} document; supported types: ${Object.keys(EXTRACTORS).join(', ')}.`);
-      }
-      const agent = await extractingAgent(workspace.id, body.agent);
       // Each segment's run holds its own credits when it starts; a workspace with none is refused now.
       await requireCredit(workspace.id);
       const id = resumed ?? mintId('extraction');
-      await ctx.state.recovery?.begin(id);
-      const runnable = (await findRunnableAgent(workspace.id, agent))!;
       ctx.state.traceId ??= mintTraceId();
-      await insertExtraction({
-        publicId: id,
-        workspaceId: workspace.id,
-        documentKey: document.id,
-        document: document.public_id,
-        agentKey: runnable.id,
-        schema: body.schema,
-        instructions: body.instructions,
-        requestId: ctx.state.requestId,
-        traceId: ctx.state.traceId,
-      });
+      await createExtraction({ id, workspaceId: workspace.id, ...body, requestId: ctx.state.requestId, traceId: ctx.state.traceId }, () => ctx.state.recovery?.begin(id));
       await accepted(ctx, (await findExtraction(workspace.id, id))!);
     },
   );

@@ -1,14 +1,11 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { invalidRequest } from '../../../domain/errors';
 import { mintId, mintTraceId } from '../../../domain/ids';
-import { EXTRACTORS, extractorFor, ingestionObject, PIPELINE, type IngestionStatus } from '../../../domain/knowledge';
-import { findDocument } from '../../../db/documents';
-import { collectionNamed } from '../../../db/knowledgeCollections';
-import { findIngestion, ingestionInFlight, ingestionPage, insertIngestion, type IngestionRow } from '../../../db/knowledgeIngestions';
+import { ingestionObject, type IngestionStatus } from '../../../domain/knowledge';
+import { findIngestion, ingestionPage, type IngestionRow } from '../../../db/knowledgeIngestions';
+import { createIngestion } from '../../ingestions';
 import { temporal } from '../../../infra/temporalClient';
 import { startIngestionWorkflow } from '../../../workflows/knowledgeIngestion.client';
-import { requireUploaded } from '../../documents';
 import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
@@ -27,19 +24,6 @@ async function accepted(ctx: Ctx, ingestion: IngestionRow): Promise<void> {
   ctx.body = ingestionObject(ingestion);
 }
 
-/**
- * Records the ingestion, or finds the one of this document into this collection still in flight: one
- * runs at a time, and a second request joins it. One that ends between the two looks is looked for again.
- */
-async function recordIngestion(i: Parameters<typeof insertIngestion>[0]): Promise<IngestionRow> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    if (await insertIngestion(i)) return (await findIngestion(i.workspaceId, i.publicId))!;
-    const inFlight = await ingestionInFlight(i.collectionKey, i.documentKey);
-    if (inFlight) return inFlight;
-  }
-  throw new Error('an ingestion could neither be recorded nor found in flight');
-}
-
 /** Knowledge ingestions: turn an uploaded document into knowledge of a collection, and follow it. */
 export function knowledgeRoutes(router: Router<AppState>): void {
   router.post<{ input: Input<typeof CreateIngestion> }>(
@@ -54,27 +38,9 @@ export function knowledgeRoutes(router: Router<AppState>): void {
       const earlier = resumed ? await findIngestion(workspace.id, resumed) : undefined;
       if (earlier) return accepted(ctx, earlier);
 
-      const document = await findDocument(workspace.id, body.document);
-      if (!document) throw notFound('document_not_found');
-      requireUploaded(document);
-      if (!extractorFor(document.mime_type)) {
-        throw invalidRequest(`A ${document.mime_type} document cannot be ingested; supported types: ${Object.keys(EXTRACTORS).join(', ')}.`);
-      }
       const id = resumed ?? mintId('ingestion');
-      await ctx.state.recovery?.begin(id);
-      const collectionKey = await collectionNamed(workspace.id, body.collection, () => mintId('collection'));
       ctx.state.traceId ??= mintTraceId();
-      const ingestion = await recordIngestion({
-        publicId: id,
-        workspaceId: workspace.id,
-        documentKey: document.id,
-        collectionKey,
-        sha256: document.sha256!,
-        pipeline: PIPELINE,
-        bytesTotal: document.size_bytes,
-        requestId: ctx.state.requestId,
-        traceId: ctx.state.traceId,
-      });
+      const ingestion = await createIngestion({ id, workspaceId: workspace.id, document: body.document, collection: body.collection, requestId: ctx.state.requestId, traceId: ctx.state.traceId }, () => ctx.state.recovery?.begin(id));
       await accepted(ctx, ingestion);
     },
   );
