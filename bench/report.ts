@@ -7,6 +7,7 @@ import { AUTH_GET_PATH } from './operations';
 import type { PhaseUsage } from './processes';
 import { STREAM_TAIL_MS } from './stubProvider';
 import type { IngestionFigures, RetrievalFigures } from './knowledge';
+import type { BatchFigures } from './jobs';
 
 /** A phase at concurrency 32: its figures, and what its requests cost each process. */
 export interface Loaded {
@@ -24,6 +25,7 @@ export interface Measured {
   bareKoa: Loaded;
   ingestion: IngestionFigures;
   retrieval: RetrievalFigures;
+  batch: BatchFigures;
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
@@ -54,6 +56,8 @@ const FAIRNESS = [
   '  completed (polled every 20 ms): extraction, chunking, indexing and the switch, on the one service worker.',
   'retrieval overhead: p50 of runs of an agent with knowledge (its collection holds that document) minus p50 of runs',
   '  of the same agent without, alternated one by one at concurrency 1; same input, same stub model.',
+  'jobs: POST /api/v2/jobs to the job reading completed (polled every 100 ms), 16 items in flight; then 32 clients',
+  '  posting the same runs to /api/v2/responses until all are answered.',
   'All processes, the load generator and the stub provider share this machine; the service runs at its default log level.',
 ];
 
@@ -101,6 +105,7 @@ export function report(m: Measured): void {
     bare_koa: { endpoint: 'GET /ping', ...loaded(m.bareKoa) },
     ingestion: m.ingestion,
     retrieval: m.retrieval,
+    batch: m.batch,
     rss_mb: rss,
     ratios,
     targets,
@@ -140,6 +145,7 @@ export function report(m: Measured): void {
     '',
     `knowledge: ingestion of ${round2(m.ingestion.bytes / 1048576)} MB of text: ${m.ingestion.chunks} chunks in ${m.ingestion.seconds} s = ${m.ingestion.chunks_per_s} chunks/s (${m.ingestion.mb_per_s} MB/s)`,
     `           retrieval overhead p50: ${m.retrieval.overhead_p50_ms} ms (run p50 ${m.retrieval.plain_p50_ms} ms without knowledge, ${m.retrieval.knowledge_p50_ms} ms with; n ${m.retrieval.plain.n} each)`,
+    `jobs:      a ${m.batch.items}-item runs.batch job: ${m.batch.job_seconds} s = ${m.batch.job_items_per_s} items/s; the same runs posted at c32: ${m.batch.posted_seconds} s = ${m.batch.posted_runs_per_s} runs/s`,
     '',
     'targets (reported, not asserted):',
     ...targets.map((t) => `  ${t.name.padEnd(36)}${cell(t.value, 9)}  ${t.target.padEnd(8)}${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`),

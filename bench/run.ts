@@ -4,6 +4,7 @@ import { closeDb } from '../db/sequelize';
 import { closedLoop, sequential, type Operation } from './load';
 import { AUTH_GET_PATH, operations } from './operations';
 import { ingestionThroughput, INGESTED_BYTES, retrievalOverhead } from './knowledge';
+import { batchThroughput, BATCH_ITEMS } from './jobs';
 import { Children, LOG_DIR } from './processes';
 import { report, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
@@ -52,7 +53,13 @@ async function measure(s: Stack): Promise<Measured> {
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
     ...(await knowledge(s)),
+    batch: await batch(s),
   };
+}
+
+async function batch(s: Stack): Promise<Measured['batch']> {
+  log(`a ${BATCH_ITEMS}-item runs.batch job, then the same ${BATCH_ITEMS} runs posted at concurrency 32`);
+  return batchThroughput(s);
 }
 
 async function knowledge(s: Stack): Promise<Pick<Measured, 'ingestion' | 'retrieval'>> {
