@@ -70,7 +70,8 @@ export async function startJobItem(s: { jobId: string; type: JobType; params: Re
 /** The item's outcome, from its run's outcome or its ingestion's or extraction's record. */
 export async function finishJobItem(f: { jobId: string; seq: number; started: StartedItem; outcome?: RunOutcome; cancelled?: boolean }): Promise<void> {
   const job = (await jobById(f.jobId))!;
-  if (f.cancelled) return itemDone(job.id, f.seq, 'cancelled', undefined);
+  // A run the job's cancellation reached settles as cancelled (and returns): its item is cancelled too.
+  if (f.cancelled || f.outcome?.run.status === 'cancelled') return itemDone(job.id, f.seq, 'cancelled', undefined);
   let error: { code: string; message: string } | null | undefined;
   if (f.started.kind === 'run') error = f.outcome ? (f.outcome.error ?? null) : { code: 'internal_error', message: 'The run did not finish.' };
   else {

@@ -1,28 +1,23 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { job, JobInput } from './job';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { startOnce } from './startOnce';
 
 /** Everything the API does with job workflows: id (the job id), queue, search attributes, memo, cancel. */
 export const JOB_QUEUE: TaskQueue = 'background';
 
 /** Starts the job's workflow, or leaves the one already started alone (a retried request). */
 export async function startJobWorkflow(client: Client, input: JobInput, correlation: { requestId: string; traceId: string }): Promise<void> {
-  try {
-    await client.workflow.start<typeof job>('job', {
-      taskQueue: JOB_QUEUE,
-      workflowId: input.jobId,
-      args: [input],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.workspaceId, value: input.workspace.publicId },
-        { key: SEARCH_ATTRIBUTES.kind, value: 'job' },
-      ],
-      memo: { request_id: correlation.requestId, trace_id: correlation.traceId, type: input.type },
-    });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-  }
+  await startOnce<typeof job>(client, 'job', {
+    taskQueue: JOB_QUEUE,
+    workflowId: input.jobId,
+    args: [input],
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.workspaceId, value: input.workspace.publicId },
+      { key: SEARCH_ATTRIBUTES.kind, value: 'job' },
+    ],
+    memo: { request_id: correlation.requestId, trace_id: correlation.traceId, type: input.type },
+  });
 }
 
 /** Asks the job's workflow (its current execution) to stop; one that has ended is left alone. */

@@ -49,15 +49,23 @@ async function runChild(input: JobInput, started: StartedItem): Promise<RunOutco
   return undefined;
 }
 
+/**
+ * One item, recorded whatever happens: an item the job's cancellation reaches before it starts stays
+ * queued (and is cancelled when the job ends); one being created is let finish creating, then
+ * cancelled without starting; a running run is cancelled and recorded as it settled.
+ */
 async function runItem(input: JobInput, item: JobItem): Promise<void> {
-  const started = await startJobItem({ jobId: input.jobId, type: input.type, params: input.params, workspace: input.workspace, item });
+  if (CancellationScope.current().consideredCancelled) return;
+  const started = await CancellationScope.nonCancellable(() => startJobItem({ jobId: input.jobId, type: input.type, params: input.params, workspace: input.workspace, item }));
   if (started.kind === 'failed') return;
   let outcome: RunOutcome | undefined;
-  let cancelled = false;
-  try {
-    outcome = await runChild(input, started);
-  } catch (err) {
-    cancelled = isCancellation(err) || CancellationScope.current().consideredCancelled;
+  let cancelled = CancellationScope.current().consideredCancelled;
+  if (!cancelled) {
+    try {
+      outcome = await runChild(input, started);
+    } catch (err) {
+      cancelled = isCancellation(err) || CancellationScope.current().consideredCancelled;
+    }
   }
   await CancellationScope.nonCancellable(() => finishJobItem({ jobId: input.jobId, seq: item.seq, started, outcome, cancelled }));
 }

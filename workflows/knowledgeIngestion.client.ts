@@ -1,6 +1,7 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { IngestionInput, knowledgeIngestion } from './knowledgeIngestion';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { startOnce } from './startOnce';
 
 /** Everything the API does with knowledgeIngestion workflows: id (the ingestion id), queue, search attributes and memo. */
 export const INGESTION_QUEUE: TaskQueue = 'background';
@@ -11,20 +12,14 @@ export const INGESTION_QUEUE: TaskQueue = 'background';
  * and collection, which finds the ingestion in flight and starts it here.
  */
 export async function startIngestionWorkflow(client: Client, input: IngestionInput, correlation: { requestId: string; traceId: string }): Promise<void> {
-  try {
-    await client.workflow.start<typeof knowledgeIngestion>('knowledgeIngestion', {
-      taskQueue: INGESTION_QUEUE,
-      workflowId: input.ingestionId,
-      args: [input],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.workspaceId, value: input.workspaceId },
-        { key: SEARCH_ATTRIBUTES.kind, value: 'knowledge_ingestion' },
-      ],
-      memo: { request_id: correlation.requestId, trace_id: correlation.traceId },
-    });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-  }
+  await startOnce<typeof knowledgeIngestion>(client, 'knowledgeIngestion', {
+    taskQueue: INGESTION_QUEUE,
+    workflowId: input.ingestionId,
+    args: [input],
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.workspaceId, value: input.workspaceId },
+      { key: SEARCH_ATTRIBUTES.kind, value: 'knowledge_ingestion' },
+    ],
+    memo: { request_id: correlation.requestId, trace_id: correlation.traceId },
+  });
 }

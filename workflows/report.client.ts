@@ -1,27 +1,22 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { report, ReportInput } from './report';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { startOnce } from './startOnce';
 
 /** Everything the API does with report workflows: id (the report id), queue, search attributes and memo. */
 export const REPORT_QUEUE: TaskQueue = 'background';
 
 /** Starts the report's workflow, or leaves the one already started alone (a retried request). */
 export async function startReportWorkflow(client: Client, input: ReportInput): Promise<void> {
-  try {
-    await client.workflow.start<typeof report>('report', {
-      taskQueue: REPORT_QUEUE,
-      workflowId: input.reportId,
-      args: [input],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.workspaceId, value: input.run.workspace.publicId },
-        { key: SEARCH_ATTRIBUTES.agentId, value: input.run.agent.publicId },
-        { key: SEARCH_ATTRIBUTES.kind, value: 'report' },
-      ],
-      memo: { request_id: input.run.requestId, trace_id: input.run.traceId },
-    });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-  }
+  await startOnce<typeof report>(client, 'report', {
+    taskQueue: REPORT_QUEUE,
+    workflowId: input.reportId,
+    args: [input],
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.workspaceId, value: input.run.workspace.publicId },
+      { key: SEARCH_ATTRIBUTES.agentId, value: input.run.agent.publicId },
+      { key: SEARCH_ATTRIBUTES.kind, value: 'report' },
+    ],
+    memo: { request_id: input.run.requestId, trace_id: input.run.traceId },
+  });
 }
