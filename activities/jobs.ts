@@ -3,8 +3,9 @@ import { mintId } from '../domain/ids';
 import { jobOutcome, type JobType } from '../domain/jobs';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import type { Scope } from '../domain/scopes';
+import { releaseReservation } from '../db/creditReservations';
 import { extractionById } from '../db/extractions';
-import { cancelQueuedItems, itemDone, itemRunning, itemsFrom, jobById, jobCounts, finishJobRecord, startJobRecord } from '../db/jobs';
+import { cancelQueuedItems, itemDone, itemRunning, itemWithdrawn, itemsFrom, jobById, jobCounts, finishJobRecord, startJobRecord } from '../db/jobs';
 import { ingestionById } from '../db/knowledgeIngestions';
 import { createExtraction } from '../api/extractions';
 import { createIngestion } from '../api/ingestions';
@@ -68,8 +69,14 @@ export async function startJobItem(s: { jobId: string; type: JobType; params: Re
 }
 
 /** The item's outcome, from its run's outcome or its ingestion's or extraction's record. */
-export async function finishJobItem(f: { jobId: string; seq: number; started: StartedItem; outcome?: RunOutcome; cancelled?: boolean }): Promise<void> {
+export async function finishJobItem(f: { jobId: string; seq: number; started: StartedItem; outcome?: RunOutcome; cancelled?: boolean; neverStarted?: boolean }): Promise<void> {
   const job = (await jobById(f.jobId))!;
+  if (f.neverStarted) {
+    // The job was cancelled between creating the item's resource and starting it: a planned run's
+    // credit hold goes back now; a recorded ingestion or extraction simply never starts.
+    if (f.started.kind === 'run') await releaseReservation(f.started.run.runId, 0);
+    return itemWithdrawn(job.id, f.seq);
+  }
   // A run the job's cancellation reached settles as cancelled (and returns): its item is cancelled too.
   if (f.cancelled || f.outcome?.run.status === 'cancelled') return itemDone(job.id, f.seq, 'cancelled', undefined);
   let error: { code: string; message: string } | null | undefined;

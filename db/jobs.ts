@@ -38,6 +38,7 @@ const ITEM_RUNNING = statement(`UPDATE job_items SET status = 'running', resourc
 const ITEM_DONE = statement(
   `UPDATE job_items SET status = $3, error_code = $4, error_message = $5 WHERE job_id = $1 AND seq = $2 AND status IN ('queued', 'running')`,
 );
+const ITEM_WITHDRAWN = statement(`UPDATE job_items SET status = 'cancelled', resource_id = NULL WHERE job_id = $1 AND seq = $2 AND status IN ('queued', 'running')`);
 const CANCEL = statement(`UPDATE jobs SET cancel_requested = true WHERE id = $1 AND status IN ('queued', 'running')`);
 const CANCEL_QUEUED = statement(`UPDATE job_items SET status = 'cancelled' WHERE job_id = $1 AND status = 'queued'`);
 const FINISH = statement(`UPDATE jobs SET status = $2, completed_at = now() WHERE id = $1 AND status IN ('queued', 'running')`);
@@ -92,6 +93,11 @@ export async function itemRunning(jobKey: number, seq: number, resourceId: strin
 
 export async function itemDone(jobKey: number, seq: number, status: 'completed' | 'failed' | 'cancelled', error: { code: string; message: string } | undefined, on: Sql = sql): Promise<void> {
   await on.rowCount(ITEM_DONE, [jobKey, seq, status, error?.code ?? null, error?.message ?? null]);
+}
+
+/** An item whose resource was created but never started (the job was cancelled in between): it never ran. */
+export async function itemWithdrawn(jobKey: number, seq: number, on: Sql = sql): Promise<void> {
+  await on.rowCount(ITEM_WITHDRAWN, [jobKey, seq]);
 }
 
 /** Asks a job to stop: false when it had finished already. */

@@ -4,7 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { ITEMS_PER_EXECUTION } from '../domain/jobs';
 import { dataConverter } from '../infra/payloadCodec';
 import { uploadedDocument } from './support/documents';
-import { call, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
+import { call, providerRequests, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
 
 const api = useApi();
 const SCOPES = ['jobs:create', 'jobs:read', 'jobs:cancel', 'documents:create', 'knowledge:write', 'knowledge:read', 'extractions:read', 'logs:read'];
@@ -78,7 +78,8 @@ describe('cancelling a job', () => {
     const t = await jobTenant();
     await scriptModel(t.model, Array.from({ length: 40 }, () => ({ text: 'slow', delayMs: 1500 })));
     const accepted = await create(t, { type: 'runs.batch', params: { agent: t.agent }, items: Array.from({ length: 40 }, (_, n) => ({ input: `q${n}` })) });
-    await until(async () => ((await read(t, accepted.body.id)).body.progress.running > 0 ? true : undefined), 'items to start');
+    // Cancelled once runs are mid-call: the provider has their requests.
+    await until(async () => ((await providerRequests(t.model)).length > 0 ? true : undefined), 'runs to reach the model');
     const first = await call(api.url, 'POST', `/api/v2/jobs/${accepted.body.id}/cancel`, { key: t.key });
     const second = await call(api.url, 'POST', `/api/v2/jobs/${accepted.body.id}/cancel`, { key: t.key });
     expect([first.status, second.status]).toEqual([200, 200]);

@@ -52,22 +52,23 @@ async function runChild(input: JobInput, started: StartedItem): Promise<RunOutco
 /**
  * One item, recorded whatever happens: an item the job's cancellation reaches before it starts stays
  * queued (and is cancelled when the job ends); one being created is let finish creating, then
- * cancelled without starting; a running run is cancelled and recorded as it settled.
+ * withdrawn without starting (a run's credit hold given back); a running run is cancelled and
+ * recorded as it settled.
  */
 async function runItem(input: JobInput, item: JobItem): Promise<void> {
   if (CancellationScope.current().consideredCancelled) return;
   const started = await CancellationScope.nonCancellable(() => startJobItem({ jobId: input.jobId, type: input.type, params: input.params, workspace: input.workspace, item }));
   if (started.kind === 'failed') return;
+  const finish = (f: { outcome?: RunOutcome; cancelled?: boolean; neverStarted?: boolean }) =>
+    CancellationScope.nonCancellable(() => finishJobItem({ jobId: input.jobId, seq: item.seq, started, ...f }));
+  if (CancellationScope.current().consideredCancelled) return finish({ neverStarted: true });
   let outcome: RunOutcome | undefined;
-  let cancelled = CancellationScope.current().consideredCancelled;
-  if (!cancelled) {
-    try {
-      outcome = await runChild(input, started);
-    } catch (err) {
-      cancelled = isCancellation(err) || CancellationScope.current().consideredCancelled;
-    }
+  try {
+    outcome = await runChild(input, started);
+  } catch (err) {
+    return finish(isCancellation(err) || CancellationScope.current().consideredCancelled ? { cancelled: true } : {});
   }
-  await CancellationScope.nonCancellable(() => finishJobItem({ jobId: input.jobId, seq: item.seq, started, outcome, cancelled }));
+  await finish({ outcome });
 }
 
 /** Runs `work` over the items with at most `limit` in flight. */
