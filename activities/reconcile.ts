@@ -6,6 +6,8 @@ import { releaseReservation, staleReservations } from '../db/creditReservations'
 import { openRunsOlderThan, runStatus, type OpenRun } from '../db/runs';
 import { temporal } from '../infra/temporalClient';
 import { describeRun } from '../workflows/agentRun.client';
+import { workflowExists } from '../workflows/startOnce';
+import { failNeverStarted, queuedOlderThan } from '../db/unstartedWork';
 import { settleRun } from './runs';
 
 /** How many open runs one activity looks at; the workflow asks again while a batch comes back full. */
@@ -85,4 +87,23 @@ async function releaseAbandonedReservations(client: Client, runIds: string[], mi
     released.push(runId);
   }
   return released;
+}
+
+/**
+ * Fails the background work (reports, extractions, jobs, ingestions) still queued past `minAgeMs`
+ * with no workflow: the request that recorded it died before starting it and was never retried (a
+ * retry would have started it). Its credit holds, if any, are given back by the pass above.
+ */
+export async function failUnstartedWork(minAgeMs: number): Promise<string[]> {
+  const client = await temporal();
+  const failed: string[] = [];
+  for (const kind of ['report', 'extraction', 'job', 'ingestion'] as const) {
+    for (const id of await queuedOlderThan(kind, minAgeMs, BATCH)) {
+      if (await workflowExists(client, id)) continue;
+      if (!(await failNeverStarted(kind, id))) continue;
+      logger.warn({ [`${kind}_id`]: id }, 'reconciler failed work whose workflow never started');
+      failed.push(id);
+    }
+  }
+  return failed;
 }

@@ -7,6 +7,8 @@ import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';
 import { startRun } from '../workflows/agentRun.client';
 import { reconcileNow, RECONCILE_SCHEDULE_ID } from '../workflows/reconcileRuns.client';
+import { insertJob, jobById, jobCounts } from '../db/jobs';
+import { mintId } from '../domain/ids';
 import { closeAll, providerRequests, runInputFor, scriptModel, tenant, until } from './support/stack';
 
 let client: Client;
@@ -72,5 +74,27 @@ describe('the reconciler', () => {
     const [ws] = await db().query<{ credits: number }>('SELECT credits FROM workspaces WHERE id = :id', { replacements: { id: input.workspace.id }, type: QueryTypes.SELECT });
     expect(ws.credits).toBe(1_000);
     expect((await reconcileNow(client, 1_000)).released).not.toContain(input.runId);
+  });
+
+  it('fails background work recorded but never started, and leaves work with a workflow alone', async () => {
+    const t = await tenant({ scopes: ['jobs:create'] });
+    const input = await runInputFor(t);
+    // As if the request that recorded the job died before starting its workflow.
+    const orphan = mintId('job');
+    await insertJob({ publicId: orphan, workspaceId: input.workspace.id, type: 'runs.batch', params: { agent: t.agent }, items: [{ input: 'x' }, { input: 'y' }], requestId: 'req_orphan', traceId: input.traceId });
+    // And one whose workflow exists but has not begun (a queue no worker polls).
+    const waiting = mintId('job');
+    await insertJob({ publicId: waiting, workspaceId: input.workspace.id, type: 'runs.batch', params: { agent: t.agent }, items: [{ input: 'x' }], requestId: 'req_waiting', traceId: input.traceId });
+    await client.workflow.start('job', { taskQueue: `nobody-${waiting}`, workflowId: waiting, args: [{ jobId: waiting, type: 'runs.batch', params: { agent: t.agent }, workspace: input.workspace, fromSeq: 0 }] });
+    // Older than other test files' work can be between being recorded and started, even on a loaded machine.
+    await new Promise((r) => setTimeout(r, 3_100));
+    const { failed } = await reconcileNow(client, 3_000);
+    expect(failed).toContain(orphan);
+    expect(failed).not.toContain(waiting);
+    const job = (await jobById(orphan))!;
+    expect(job.status).toBe('failed');
+    expect(await jobCounts(job.id)).toMatchObject({ queued: 0, cancelled: 2 });
+    expect((await jobById(waiting))!.status).toBe('queued');
+    await client.workflow.getHandle(waiting).terminate('test over');
   });
 });

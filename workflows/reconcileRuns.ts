@@ -1,9 +1,9 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { patched, proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { RECONCILE_MIN_AGE_MS } from './timings';
 
 /** One batch looks at up to 100 runs, each a Temporal describe and perhaps a settlement: a minute is ample; retried a few times. */
-const { settleAbandonedRuns } = proxyActivities<typeof activities>({
+const { settleAbandonedRuns, failUnstartedWork } = proxyActivities<typeof activities>({
   startToCloseTimeout: '1m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 });
@@ -11,10 +11,10 @@ const { settleAbandonedRuns } = proxyActivities<typeof activities>({
 /**
  * The reconciler, started by the `reconcile-runs` Schedule: settles every run that its workflow left
  * open (terminated by an operator, timed out, failed after a bad deploy), so no row stays running
- * without a workflow, and gives back the credit reservations of runs that never ran. Anything younger
- * than `minAgeMs` is left alone.
+ * without a workflow, gives back the credit reservations of runs that never ran, and fails background
+ * work recorded but never started. Anything younger than `minAgeMs` is left alone.
  */
-export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[]; released: string[] }> {
+export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[]; released: string[]; failed: string[] }> {
   const settled: string[] = [];
   const released: string[] = [];
   let cursor: Awaited<ReturnType<typeof activities.settleAbandonedRuns>>['next'];
@@ -24,5 +24,7 @@ export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Pr
     released.push(...page.released);
     cursor = page.next;
   } while (cursor);
-  return { settled, released };
+  // Passes begun before this step existed end without it.
+  const failed = patched('unstarted-work') ? await failUnstartedWork(minAgeMs) : [];
+  return { settled, released, failed };
 }

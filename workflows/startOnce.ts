@@ -1,4 +1,4 @@
-import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowStartOptions } from '@temporalio/client';
 import type { Workflow } from '@temporalio/workflow';
 
 /**
@@ -12,5 +12,16 @@ export async function startOnce<W extends Workflow>(client: Client, workflowType
     await client.workflow.start<W>(workflowType, { ...options, workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'REJECT_DUPLICATE' } as WorkflowStartOptions<W>);
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+  }
+}
+
+/** Whether a workflow was ever started under this id (Temporal still knows it). */
+export async function workflowExists(client: Client, workflowId: string): Promise<boolean> {
+  try {
+    await client.workflow.getHandle(workflowId).describe();
+    return true;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
   }
 }
