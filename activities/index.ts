@@ -6,4 +6,4 @@ export { beginIngestion, completeIngestion, failIngestion, indexDocument } from 
 export { retrieveKnowledge } from './retrieval';
 export { reportSettled, reportStarted } from './reports';
 export { beginExtraction, extractionProgress, holdSegmentCredits, settleExtraction } from './extractions';
-export { finishJob, finishJobItem, jobWindow, startJobItem } from './jobs';
+export { awaitIngestion, finishJob, finishJobItem, jobWindow, startJobItem } from './jobs';

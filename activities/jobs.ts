@@ -11,6 +11,10 @@ import { createExtraction } from '../api/extractions';
 import { createIngestion } from '../api/ingestions';
 import { planRun } from '../api/planRun';
 import { parseExecutionRequest } from '../api/validation/runtimeInput';
+import { heartbeating } from './bounded';
+
+/** How often a joined ingestion is looked at. */
+const JOINED_POLL_MS = 1_000;
 
 export interface JobItem {
   seq: number;
@@ -28,7 +32,7 @@ export async function jobWindow(w: { jobId: string; fromSeq: number; limit: numb
 /** What an item became: a workflow the job runs as its child, or a failure before anything started. */
 export type StartedItem =
   | { kind: 'run'; run: RunInput }
-  | { kind: 'ingestion'; ingestionId: string }
+  | { kind: 'ingestion'; ingestionId: string; joined: boolean }
   | { kind: 'extraction'; extractionId: string }
   | { kind: 'failed'; error: { code: string; message: string } };
 
@@ -50,8 +54,10 @@ export async function startJobItem(s: { jobId: string; type: JobType; params: Re
       const run = await planRun({ workspace: s.workspace, scopes: ITEM_SCOPES, ...ids }, request, { kind: 'agent_run', agentPublicId: String(s.params.agent) }, mintId('run'), () => undefined);
       started = { kind: 'run', run };
     } else if (s.type === 'knowledge.ingest') {
-      const ingestion = await createIngestion({ id: mintId('ingestion'), workspaceId: s.workspace.id, document: String(s.item.item), collection: String(s.params.collection), ...ids });
-      started = { kind: 'ingestion', ingestionId: ingestion.public_id };
+      const id = mintId('ingestion');
+      const ingestion = await createIngestion({ id, workspaceId: s.workspace.id, document: String(s.item.item), collection: String(s.params.collection), ...ids });
+      // The document may be being ingested into the collection already (by a request outside the job): the item joins that ingestion.
+      started = { kind: 'ingestion', ingestionId: ingestion.public_id, joined: ingestion.public_id !== id };
     } else {
       const id = mintId('extraction');
       const { schema, agent, instructions } = s.params as { schema: Record<string, unknown>; agent?: string; instructions?: string };
@@ -94,4 +100,15 @@ export async function finishJob(f: { jobId: string }): Promise<void> {
   const job = (await jobById(f.jobId))!;
   if (job.cancel_requested) await cancelQueuedItems(job.id);
   await finishJobRecord(job.id, jobOutcome(await jobCounts(job.id), job.cancel_requested));
+}
+
+/** Waits for an ingestion the job did not start (one it joined) to end, heartbeating. */
+export function awaitIngestion(ingestionId: string): Promise<void> {
+  return heartbeating(async () => {
+    for (;;) {
+      const ingestion = await ingestionById(ingestionId);
+      if (!ingestion || ingestion.status === 'completed' || ingestion.status === 'failed') return;
+      await new Promise((r) => setTimeout(r, JOINED_POLL_MS));
+    }
+  });
 }

@@ -44,6 +44,21 @@ describe('job types, end to end', () => {
     expect(ingestions.body.data.map((i: { id: string }) => i.id).sort()).toEqual([done.items.data[0].resource, done.items.data[2].resource].sort());
   });
 
+  it('knowledge.ingest joins an ingestion of the same document and collection already in flight', async () => {
+    const t = await jobTenant();
+    // Large enough that the request's own ingestion is still running when the job's item starts.
+    const text = Array.from({ length: 20_000 }, (_, n) => `Line ${n} of the manual, about the quorbel valve.`).join('\n');
+    const document = await uploadedDocument(api.url, t.key, 'manual.txt', 'text/plain', Buffer.from(text));
+    const direct = await call(api.url, 'POST', '/api/v2/knowledge/ingestions', { key: t.key, body: { document, collection: 'joined' } });
+    const done = await finished(t, (await create(t, { type: 'knowledge.ingest', params: { collection: 'joined' }, items: [document] })).body.id);
+    expect(done.status).toBe('completed');
+    expect(done.items.data[0].status).toBe('completed');
+    const ingestion = await call(api.url, 'GET', `/api/v2/knowledge/ingestions/${done.items.data[0].resource}`, { key: t.key });
+    expect(ingestion.body.status).toBe('completed');
+    // Joined when still in flight; otherwise a second ingestion that found the same bytes indexed.
+    if (done.items.data[0].resource !== direct.body.id) expect(ingestion.body.reused).toBe(true);
+  });
+
   it('extractions.batch extracts from each document with the schema in params', async () => {
     const t = await jobTenant();
     const a = await uploadedDocument(api.url, t.key, 'a.txt', 'text/plain', Buffer.from('Present: Ann.'));

@@ -21,6 +21,8 @@ export interface JobInput {
 /** Bookkeeping and item creation in PostgreSQL: short and idempotent, retried until it succeeds. */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };
 const { jobWindow, startJobItem, finishJobItem, finishJob } = proxyActivities<typeof activities>({ startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY });
+/** Waiting for an ingestion the job joined (not its child): as long as an ingestion may take, heartbeating. */
+const { awaitIngestion } = proxyActivities<typeof activities>({ startToCloseTimeout: '1h', heartbeatTimeout: '30s', retry: BOOKKEEPING_RETRY });
 
 const background = (workspace: string, kind: string) => ({
   taskQueue: 'background',
@@ -31,13 +33,16 @@ const background = (workspace: string, kind: string) => ({
 });
 
 /**
- * One item as a child workflow. A cancelled job cancels its running runs (each settles once, as
- * cancelled, billed for what it used); a running ingestion or extraction is short and is let finish.
+ * One item as a child workflow (or, for an ingestion already in flight that the item joined, waiting
+ * for it). A cancelled job cancels its running runs (each settles once, as cancelled, billed for what
+ * it used); a running ingestion or extraction is short and is let finish.
  */
 async function runChild(input: JobInput, started: StartedItem): Promise<RunOutcome | undefined> {
   if (started.kind === 'run') return executeChild(agentRun, runStartOptions(started.run));
   const ws = input.workspace.publicId;
-  if (started.kind === 'ingestion') {
+  if (started.kind === 'ingestion' && started.joined) {
+    await CancellationScope.nonCancellable(() => awaitIngestion(started.ingestionId));
+  } else if (started.kind === 'ingestion') {
     await CancellationScope.nonCancellable(() =>
       executeChild(knowledgeIngestion, { ...background(ws, 'knowledge_ingestion'), workflowId: started.ingestionId, args: [{ ingestionId: started.ingestionId, workspaceId: ws }] }),
     );
