@@ -128,7 +128,9 @@ describe('replay', () => {
 describe('concurrency', () => {
   it('executes 50 concurrent requests with one key once; the rest replay or are refused', async () => {
     const t = await tenant();
-    await scriptModel(t.model, [{ text: 'only once', delayMs: 500 }]);
+    // The one run stays in flight long enough for the burst to find it so even on a loaded machine
+    // (the suite runs test files two at a time, some of them heavy).
+    await scriptModel(t.model, [{ text: 'only once', delayMs: 3000 }]);
     const body = { agent: t.agent, input: 'hello' };
     const answers = await Promise.all(Array.from({ length: 50 }, () => respond(t.key, 'burst', body)));
 
