@@ -7,6 +7,7 @@ import { temporal } from '../../../infra/temporalClient';
 import { startExtractionWorkflow } from '../../../workflows/extraction.client';
 import { requireCredit } from '../../documents';
 import { createExtraction } from '../../extractions';
+import { answerAccepted } from '../../answerAccepted';
 import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
@@ -21,9 +22,7 @@ type Ctx = Context & { state: AppState };
 async function accepted(ctx: Ctx, extraction: ExtractionRow): Promise<void> {
   const workspace = workspaceOf(ctx.state.principal);
   await startExtractionWorkflow(await temporal(), { extractionId: extraction.public_id, workspace }, { agent: extraction.agent, requestId: extraction.request_id, traceId: extraction.trace_id });
-  ctx.status = 202;
-  ctx.set('Location', `/api/v2/extractions/${extraction.public_id}`);
-  ctx.body = extractionObject(extraction);
+  answerAccepted(ctx, `/api/v2/extractions/${extraction.public_id}`, extractionObject(extraction));
 }
 
 /** Extractions: structured data drawn from a document's text by runs of an agent, and followed. */

@@ -5,6 +5,7 @@ import { jobObject, type JobStatus, type JobType } from '../../../domain/jobs';
 import { findJob, insertJob, jobCounts, jobItems, jobPage, requestCancel, type JobRow } from '../../../db/jobs';
 import { temporal } from '../../../infra/temporalClient';
 import { cancelJobWorkflow, startJobWorkflow } from '../../../workflows/job.client';
+import { answerAccepted } from '../../answerAccepted';
 import { requireCredit } from '../../documents';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
@@ -29,9 +30,7 @@ async function record(job: JobRow): Promise<Record<string, unknown>> {
 /** Starts the job's workflow (or finds it started) and answers 202 with the record: the caller polls it. */
 async function accepted(ctx: Ctx, job: JobRow): Promise<void> {
   await startJobWorkflow(await temporal(), { jobId: job.public_id, type: job.type, params: job.params, workspace: workspaceOf(ctx.state.principal), fromSeq: 0 }, { requestId: job.request_id, traceId: job.trace_id });
-  ctx.status = 202;
-  ctx.set('Location', `/api/v2/jobs/${job.public_id}`);
-  ctx.body = await record(job);
+  answerAccepted(ctx, `/api/v2/jobs/${job.public_id}`, await record(job));
 }
 
 /** Jobs: queued work over many items (runs, ingestions, extractions), followed and cancelled. */

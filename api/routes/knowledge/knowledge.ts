@@ -6,6 +6,7 @@ import { findIngestion, ingestionPage, type IngestionRow } from '../../../db/kno
 import { createIngestion } from '../../ingestions';
 import { temporal } from '../../../infra/temporalClient';
 import { startIngestionWorkflow } from '../../../workflows/knowledgeIngestion.client';
+import { answerAccepted } from '../../answerAccepted';
 import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
@@ -19,9 +20,7 @@ type Ctx = Context & { state: AppState };
 /** Starts the ingestion's workflow (or finds it started) and answers 202 with the record: the caller polls it. */
 async function accepted(ctx: Ctx, ingestion: IngestionRow): Promise<void> {
   await startIngestionWorkflow(await temporal(), { ingestionId: ingestion.public_id, workspaceId: workspaceOf(ctx.state.principal).publicId }, { requestId: ctx.state.requestId, traceId: ctx.state.traceId ?? '' });
-  ctx.status = 202;
-  ctx.set('Location', `/api/v2/knowledge/ingestions/${ingestion.public_id}`);
-  ctx.body = ingestionObject(ingestion);
+  answerAccepted(ctx, `/api/v2/knowledge/ingestions/${ingestion.public_id}`, ingestionObject(ingestion));
 }
 
 /** Knowledge ingestions: turn an uploaded document into knowledge of a collection, and follow it. */

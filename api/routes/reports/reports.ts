@@ -8,6 +8,7 @@ import { temporal } from '../../../infra/temporalClient';
 import { startReportWorkflow } from '../../../workflows/report.client';
 import { requesterOf } from '../../execution';
 import { planRun } from '../../planRun';
+import { answerAccepted } from '../../answerAccepted';
 import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
@@ -22,9 +23,7 @@ type Ctx = Context & { state: AppState };
 async function accepted(ctx: Ctx, report: ReportRow): Promise<void> {
   await startReportWorkflow(await temporal(), { reportId: report.public_id, format: report.format, run: report.run_input });
   ctx.state.runId = report.run;
-  ctx.status = 202;
-  ctx.set('Location', `/api/v2/reports/${report.public_id}`);
-  ctx.body = reportObject(report);
+  answerAccepted(ctx, `/api/v2/reports/${report.public_id}`, reportObject(report));
 }
 
 /** Reports: an agent does a task once, outside any conversation; the answer is kept as the result. */
