@@ -7,3 +7,6 @@ export { retrieveKnowledge } from './retrieval';
 export { reportSettled, reportStarted } from './reports';
 export { beginExtraction, extractionProgress, holdSegmentCredits, settleExtraction } from './extractions';
 export { awaitIngestion, finishJob, finishJobItem, jobWindow, startJobItem } from './jobs';
+export { dispatchOutbox } from './outbox';
+export { admitDeliveryAttempt, attemptDelivery } from './webhooks';
+export { recoverDeliveries } from './webhookRecovery';

@@ -1,11 +1,8 @@
 import { createHmac } from 'node:crypto';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import http from 'node:http';
-import https from 'node:https';
-import ipaddr from 'ipaddr.js';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { HttpToolConfig } from '../domain/agents';
 import { config } from '../infra/config';
+import { postToTarget, TargetRefused } from '../infra/outboundTarget';
 import type { Deadline } from '../domain/runs';
 import type { StreamEventType } from '../domain/streamEvents';
 import { callSignal, deadlineFailure } from './bounded';
@@ -32,48 +29,6 @@ export function toolSecret(workspacePublicId: string): string {
   return createHmac('sha256', config().signingSecret).update(`tool:${workspacePublicId}`).digest('hex');
 }
 
-function forbiddenAddress(address: string): boolean {
-  const parsed = ipaddr.process(address);
-  return parsed.range() !== 'unicast';
-}
-
-/** Resolves and checks the address at connection time, so a DNS answer that changes (rebinding) is caught too. */
-function guardedLookup(hostname: string, options: object, callback: (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void): void {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, '');
-    const blocked = (addresses as LookupAddress[]).find((a) => forbiddenAddress(a.address));
-    if (blocked && !config().webhookAllowPrivateTargets) return callback(refused(blocked.address), '');
-    const all = (options as { all?: boolean }).all;
-    return all ? callback(null, addresses) : callback(null, addresses[0].address, addresses[0].family);
-  });
-}
-
-function refused(address: string): Error {
-  return Object.assign(new Error(`refused target address ${address}`), { code: 'ETARGETREFUSED' });
-}
-
-function post(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal): Promise<{ status: number; text: string }> {
-  const client = url.protocol === 'https:' ? https : http;
-  // A literal address never reaches the lookup hook, so it is checked here.
-  const literal = url.hostname.replace(/^\[|\]$/g, '');
-  if (ipaddr.isValid(literal) && forbiddenAddress(literal) && !config().webhookAllowPrivateTargets) return Promise.reject(refused(literal));
-  return new Promise((resolve, reject) => {
-    const req = client.request(url, { method: 'POST', headers, lookup: guardedLookup, timeout: TOOL_REQUEST_TIMEOUT_MS, signal }, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size <= MAX_RESULT_BYTES) chunks.push(chunk);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8').slice(0, MAX_RESULT_BYTES) }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${TOOL_REQUEST_TIMEOUT_MS} ms`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 /**
  * One HTTP tool call: POSTs the model's arguments, signed with the workspace's tool secret, and
  * returns the endpoint's answer for the model. Network failures and 5xx are retried by the policy
@@ -89,12 +44,12 @@ export async function callTool(call: ToolInvocation): Promise<string> {
     const url = new URL(call.tool.url);
     const timestamp = Math.floor(Date.now() / 1000);
     const signature = createHmac('sha256', toolSecret(call.workspacePublicId)).update(`${timestamp}.${call.arguments}`).digest('hex');
-    const answer = await post(url, call.arguments, {
+    const answer = await postToTarget(url, call.arguments, {
       'content-type': 'application/json',
       'x-service-signature': `t=${timestamp},v1=${signature}`,
       'x-service-run-id': call.runId,
       'x-service-tool-call-id': call.callId,
-    }, signal);
+    }, { timeoutMs: TOOL_REQUEST_TIMEOUT_MS, maxAnswerBytes: MAX_RESULT_BYTES, signal });
     if (answer.status >= 400) {
       throw ApplicationFailure.create({ message: `tool ${call.tool.name} answered ${answer.status}`, type: 'tool_execution_failed', nonRetryable: answer.status < 500 });
     }
@@ -104,7 +59,7 @@ export async function callTool(call: ToolInvocation): Promise<string> {
     if (err instanceof ApplicationFailure) throw err;
     // The run's time is up: stopping the tool fails the run, whatever the tool policy.
     if (signal.aborted && !ctx.cancellationSignal.aborted) throw deadlineFailure(call.deadline);
-    const final = (err as { code?: string }).code === 'ETARGETREFUSED';
+    const final = err instanceof TargetRefused;
     throw ApplicationFailure.create({ message: `tool ${call.tool.name} failed: ${(err as Error).message}`, type: 'tool_execution_failed', nonRetryable: final });
   } finally {
     await events.flush();

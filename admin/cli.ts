@@ -15,7 +15,7 @@ const USAGE = `usage: admin <command> [options]
   workspace credit --workspace ID --amount N
   key create --workspace ID --scopes a,b [--environment live|test] [--expires-at ISO8601] [--name N]
   key revoke --id KEY_ID
-  partner create --name N
+  partner create --name N [--webhook-rate N]   (deliveries per second to its webhook endpoints; default WEBHOOK_PARTNER_RATE)
   partner key create --partner ID --scopes a,b [--expires-at ISO8601] [--name N]
   agent create --workspace ID --name N [--status active|draft|paused|preview|archived] [--config FILE]
   agent update --agent ID --config FILE
@@ -39,6 +39,7 @@ const OPTIONS = {
   status: { type: 'string' },
   config: { type: 'string' },
   job: { type: 'string' },
+  'webhook-rate': { type: 'string' },
 } as const;
 
 type Values = Partial<Record<keyof typeof OPTIONS, string>>;
@@ -75,7 +76,7 @@ async function run(argv: string[]): Promise<unknown> {
       return admin.revokeKey({ id: v.id! });
     case 'partner create':
       required(v, 'name');
-      return admin.createPartner({ name: v.name! });
+      return admin.createPartner({ name: v.name!, webhookRate: v['webhook-rate'] });
     case 'partner key create':
       required(v, 'partner', 'scopes');
       return admin.createPartnerKey({ partner: v.partner!, scopes: v.scopes!, expiresAt: v['expires-at'], name: v.name });

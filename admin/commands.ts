@@ -98,9 +98,11 @@ export async function revokeKey(o: { id: string }) {
   return { id: key.publicId, revoked_at: key.revokedAt.toISOString() };
 }
 
-export async function createPartner(o: { name: string }) {
-  const partner = await insertPartner({ publicId: mintId('partner'), name: o.name });
-  return { id: partner.publicId, name: partner.name };
+export async function createPartner(o: { name: string; webhookRate?: string | number }) {
+  const webhookRate = integer(o.webhookRate, 'webhook-rate') ?? null;
+  if (webhookRate !== null && webhookRate < 1) throw new AdminError('--webhook-rate must be at least 1');
+  const partner = await insertPartner({ publicId: mintId('partner'), name: o.name, webhookRate });
+  return { id: partner.publicId, name: partner.name, webhook_rate: partner.webhookRate };
 }
 
 /** Creating an agent publishes its first configuration as version 1. */

@@ -16,6 +16,8 @@ import { healthRoutes } from './routes/health/health';
 import { logsRoutes } from './routes/logs/logs';
 import { responsesRoutes } from './routes/responses/responses';
 import { runsRoutes } from './routes/runs/runs';
+import { partnerWebhooksRoutes } from './routes/partnerWebhooks/partnerWebhooks';
+import { webhooksRoutes } from './routes/webhooks/webhooks';
 import type { AppState } from './state';
 
 /** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */
@@ -38,6 +40,8 @@ export function createApp(): Koa<AppState> {
   reportsRoutes(router);
   extractionsRoutes(router);
   jobsRoutes(router);
+  webhooksRoutes(router);
+  partnerWebhooksRoutes(router);
   // Uploads stream their raw bytes to storage: they are routed before the JSON body parser reads anything.
   const rawBodyRouter = new Router<AppState>();
   documentTransfersRoutes(rawBodyRouter);

@@ -9,6 +9,8 @@ const NOT_FOUND_MESSAGE: Partial<Record<ErrorCode, string>> = {
   job_not_found: 'No such job.',
   report_not_found: 'No such report.',
   run_not_found: 'No such run.',
+  webhook_delivery_not_found: 'No such webhook delivery.',
+  webhook_endpoint_not_found: 'No such webhook endpoint.',
 };
 
 /**

@@ -32,6 +32,13 @@ export const ERROR_TABLE = {
   structured_output_failed: { http: 422, runStatus: 'failed' },
   tool_execution_failed: { http: 502, runStatus: 'failed' },
   usage_blocked: { http: 402, runStatus: 'blocked' },
+  // Not in the spec's table (partner webhook shapes beyond the fields given are "not shown"): the
+  // same kinds of answer as its own codes (README, "Partner webhooks").
+  webhook_delivery_in_progress: { http: 409, runStatus: 'failed' },
+  webhook_delivery_not_found: { http: 404, runStatus: 'failed' },
+  webhook_endpoint_disabled: { http: 409, runStatus: 'failed' },
+  webhook_endpoint_limit_reached: { http: 409, runStatus: 'failed' },
+  webhook_endpoint_not_found: { http: 404, runStatus: 'failed' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_TABLE;

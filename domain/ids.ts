@@ -28,6 +28,7 @@ export const ID_PREFIX = {
   event: 'evt_',
   delivery: 'dlv_',
   webhookEndpoint: 'we_',
+  recovery: 'rcv_',
   request: 'req_',
   workspace: 'ws_',
   partner: 'ptn_',

@@ -28,6 +28,16 @@ function documentStorage(): 'postgres' | 's3' {
   return value;
 }
 
+/** Spec: attempts immediately, then 60 s, 5 min and 30 min after the first; tests shorten them. */
+function retryDelays(): number[] {
+  const raw = str('WEBHOOK_RETRY_DELAYS_MS', '60000,300000,1800000');
+  const delays = raw.split(',').map((s) => Number(s.trim()));
+  if (delays.some((d) => !Number.isInteger(d) || d < 0) || delays.some((d, i) => i > 0 && d < delays[i - 1])) {
+    throw new Error(`WEBHOOK_RETRY_DELAYS_MS must be ascending non-negative integers (ms after the first attempt), got "${raw}"`);
+  }
+  return delays;
+}
+
 export interface Config {
   port: number;
   databaseUrl: string;
@@ -70,6 +80,8 @@ export interface Config {
     uploadGrantTtlS: number;
     downloadGrantTtlS: number;
   };
+  /** Partner webhooks: when attempts come after the first, the default delivery rate, when an always-failing endpoint is disabled. */
+  webhooks: { retryDelaysMs: number[]; partnerRate: number; disableAfterS: number };
   /** The S3-compatible backend (credentials come from the AWS SDK's usual chain, AWS_ACCESS_KEY_ID and so on). */
   s3: { bucket: string; region: string; endpoint: string | undefined; forcePathStyle: boolean };
 }
@@ -114,6 +126,11 @@ export function loadConfig(): Config {
       maxBytes: int('DOCUMENT_MAX_BYTES', 100 * 1024 * 1024),
       uploadGrantTtlS: int('DOCUMENT_UPLOAD_TTL_S', 3600),
       downloadGrantTtlS: int('DOCUMENT_DOWNLOAD_TTL_S', 900),
+    },
+    webhooks: {
+      retryDelaysMs: retryDelays(),
+      partnerRate: Math.max(1, int('WEBHOOK_PARTNER_RATE', 50)),
+      disableAfterS: int('WEBHOOK_DISABLE_AFTER_S', 5 * 24 * 3600),
     },
     s3: {
       bucket: str('S3_BUCKET', 'agent-execution-documents'),

@@ -7,6 +7,8 @@ import { workflowBundle } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
+import { ensureOutboxDispatcher } from '../workflows/outboxDispatcher.client';
+import { stopDispatching } from '../activities/outbox';
 
 export interface RunningWorkers {
   workers: Worker[];
@@ -79,11 +81,14 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
   );
   // The reconciler's Schedule comes with the service's background workers, so every deployment has it.
   if (code === SERVICE_CODE && queues.includes('background')) await ensureReconcileSchedule(await temporal());
+  // Likewise the outbox dispatcher, with the workers that deliver webhooks.
+  if (code === SERVICE_CODE && queues.includes('webhooks')) await ensureOutboxDispatcher(await temporal());
   const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
   return {
     workers,
     done,
     async shutdown() {
+      stopDispatching();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await done;
     },

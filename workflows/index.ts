@@ -4,3 +4,6 @@ export { job } from './job';
 export { knowledgeIngestion } from './knowledgeIngestion';
 export { reconcileRuns } from './reconcileRuns';
 export { report } from './report';
+export { outboxDispatcher } from './outboxDispatcher';
+export { webhookDelivery } from './webhookDelivery';
+export { webhookRecovery } from './webhookRecovery';

@@ -47,3 +47,15 @@ export const WORKER_SHUTDOWN_GRACE_MS = MAX_RUN_TIMEOUT_MS + DEADLINE_GRACE_MS +
 export const RECONCILE_EVERY_MS = 60_000;
 /** A run younger than this is not looked at: its workflow may just not have been described yet. */
 export const RECONCILE_MIN_AGE_MS = 60_000;
+
+/**
+ * A webhook delivery held back by its partner's rate asks again after a growing delay, at most this
+ * long; a merchant counts as waiting (and keeps its fair share) for the window after it last asked,
+ * so the window is longer than the longest hold.
+ */
+export const MAX_HOLD_MS = 5_000;
+export const WAITING_MERCHANT_WINDOW_MS = 3 * MAX_HOLD_MS;
+
+/** The outbox dispatcher's activity runs this long per call (heartbeating), looking for new events this often when idle. */
+export const DISPATCH_PASS_MS = 10_000;
+export const DISPATCH_IDLE_POLL_MS = 100;

@@ -12,8 +12,13 @@ const READS = new Set(['GET', 'HEAD']);
 type Finder<S> = (ctx: Context & { state: S }) => string | undefined | Promise<string | undefined>;
 
 export interface Authorization<S extends AppState> {
-  /** Any one of them admits. */
-  scopes: readonly [Scope, ...Scope[]];
+  /** Any one of them admits; `any`: every valid credential (an endpoint whose scope the spec leaves unstated). */
+  scopes: readonly [Scope, ...Scope[]] | 'any';
+  /**
+   * Whose credential the endpoint serves: a workspace's (`tgcc_`, the default), a partner's (`tgpk_`,
+   * the partner webhook paths), or either. The other kind is refused with 403.
+   */
+  credential?: 'workspace' | 'partner' | 'either';
   /** The endpoint's name in the tenant + endpoint rate-limit dimension, short snake_case. */
   endpoint: string;
   /** The agent the request names, before it is resolved; absent, the agent dimension is skipped. */
@@ -32,12 +37,12 @@ export interface Authorization<S extends AppState> {
 export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S> {
   return async (ctx, next) => {
     const principal = await authenticateFrom(ctx.ip, ctx.get('Authorization'));
-    requireScope(principal, a.scopes);
+    if (a.scopes !== 'any') requireScope(principal, a.scopes);
     ctx.state.principal = principal;
     ctx.state.endpoint = a.endpoint;
     const subject = {
       credential: principal.keyId,
-      tenant: workspaceOf(principal).publicId,
+      tenant: accountOf(principal, a.credential ?? 'workspace'),
       endpoint: a.endpoint,
       agent: await a.agent?.(ctx),
       endUser: await a.endUser?.(ctx),
@@ -60,6 +65,19 @@ async function authenticateFrom(address: string, authorization: string): Promise
     if (err instanceof ServiceError && err.code === 'authentication_error' && authorization !== '') await recordAuthFailure(address);
     throw err;
   }
+}
+
+/** The account whose allowance the call spends: the workspace, or the partner. */
+function accountOf(principal: Principal, credential: 'workspace' | 'partner' | 'either'): string {
+  if (credential === 'workspace') return workspaceOf(principal).publicId;
+  if (credential === 'partner') return partnerOf(principal).publicId;
+  return principal.workspace?.publicId ?? partnerOf(principal).publicId;
+}
+
+/** The caller's partner; a workspace key never reaches a partner's endpoints, deliveries or secrets. */
+export function partnerOf(principal: Principal | undefined): NonNullable<Principal['partner']> {
+  if (!principal?.partner || principal.kind !== 'partner') throw new ServiceError('permission_denied', 'This endpoint needs a partner credential (tgpk_), not a workspace credential.');
+  return principal.partner;
 }
 
 /** The caller's workspace; partner credentials act on partner endpoints, not inside a workspace. */

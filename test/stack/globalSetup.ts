@@ -21,8 +21,12 @@ export default async function globalSetup(): Promise<void> {
     MODEL_BASE_URL: `${stubUrl}/v1`,
     MODEL_API_KEY: 'stub-key',
     STUB_URL: stubUrl,
-    // Tool endpoints in tests listen on loopback.
+    // Tool endpoints and webhook receivers in tests listen on loopback.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+    // Webhook retries after 0.5, 1 and 1.5 s instead of 60 s, 5 min and 30 min; an endpoint failing
+    // every attempt for 4 s is disabled (production: 5 days).
+    WEBHOOK_RETRY_DELAYS_MS: '500,1000,1500',
+    WEBHOOK_DISABLE_AFTER_S: '4',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
     // Every test file's API calls from 127.0.0.1 and shares the Redis counters: the failed-authentication
     // limit is off, except in the file that tests it (on addresses of its own).

@@ -1,0 +1,48 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { Context } from '@temporalio/activity';
+import { fanOutEvents, markStarted, unstartedDeliveries, type DeliveryToStart } from '../db/webhookDeliveries';
+import { config } from '../infra/config';
+import { temporal } from '../infra/temporalClient';
+import { DISPATCH_IDLE_POLL_MS } from '../workflows/timings';
+import { startDelivery } from '../workflows/webhookDelivery.client';
+
+/** Events fanned out, and delivery workflows started, per step. */
+const BATCH = 500;
+/** Workflow starts in flight at once. */
+const START_CONCURRENCY = 32;
+
+/** Starts each delivery's workflow (idempotent: its id is the delivery id), numbering attempts on from its last, then marks them started. */
+export async function startDeliveries(deliveries: DeliveryToStart[]): Promise<void> {
+  const client = await temporal();
+  const retryDelaysMs = config().webhooks.retryDelaysMs;
+  for (let i = 0; i < deliveries.length; i += START_CONCURRENCY) {
+    const slice = deliveries.slice(i, i + START_CONCURRENCY);
+    await Promise.all(slice.map((d) => startDelivery(client, { deliveryId: d.publicId, workspacePublicId: d.workspacePublicId, firstAttempt: d.attempts + 1, retryDelaysMs })));
+    await markStarted(slice.map((d) => d.publicId));
+  }
+}
+
+let stopping = false;
+
+/** A worker shutting down ends its dispatcher pass at once: the next pass goes to a worker that stays. */
+export function stopDispatching(): void {
+  stopping = true;
+}
+
+/**
+ * One pass of the dispatcher, `passMs` long: outbox events become deliveries (one transaction per
+ * batch, marking them dispatched), and deliveries whose workflow is not started yet get one, merchants
+ * taking turns. A delivery recorded but not started (a crash between the two) is started by the next
+ * pass, so nothing acknowledged in the outbox is lost.
+ */
+export async function dispatchOutbox(passMs: number): Promise<void> {
+  const ctx = Context.current();
+  const until = Date.now() + passMs;
+  while (Date.now() < until && !stopping && !ctx.cancellationSignal.aborted) {
+    ctx.heartbeat();
+    const events = await fanOutEvents(BATCH);
+    const deliveries = await unstartedDeliveries(BATCH);
+    await startDeliveries(deliveries);
+    if (events === 0 && deliveries.length === 0) await delay(DISPATCH_IDLE_POLL_MS);
+  }
+}

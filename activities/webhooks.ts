@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { now } from '../domain/clock';
+import { DELIVERY_TIMEOUT_MS, judgeAnswer, MAX_ANSWER_BYTES, type AttemptVerdict, type DeliveryStatus } from '../domain/webhooks';
+import { serviceSignature, standardSignature } from '../domain/webhookSignatures';
+import { deliveryForAttempt, recordAttempt, settleDelivery, type DeliveryForAttempt } from '../db/webhookDeliveries';
+import { signingSecrets } from '../db/webhookEndpoints';
+import { config } from '../infra/config';
+import { logger } from '../infra/logger';
+import { postToTarget, TargetRefused } from '../infra/outboundTarget';
+import { admitDelivery } from './deliveryRate';
+
+export type AttemptOutcome = AttemptVerdict | { kind: 'skipped' };
+
+const TRACE_ID = /^[0-9a-f]{32}$/;
+
+/**
+ * The headers of one attempt: the spec's X-Service-* set, the Standard Webhooks set (same secrets),
+ * and a W3C `traceparent` continuing the event's trace. Signed at the service clock's `now()`.
+ */
+export function deliveryHeaders(d: DeliveryForAttempt, body: string, attempt: number): Record<string, string> {
+  const at = now();
+  const signed = { id: d.publicId, timestamp: Math.floor(at / 1000), body };
+  const secrets = signingSecrets(d, at);
+  const traceId = (d.envelope.correlation as { trace_id?: string } | undefined)?.trace_id ?? '';
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'AgentExecutionService-Webhooks/1',
+    'x-service-signature': serviceSignature(secrets, signed),
+    'x-service-event': d.eventType,
+    'x-service-event-id': d.eventPublicId,
+    'x-service-delivery-id': d.publicId,
+    'x-service-attempt': String(attempt),
+    'x-service-api-version': d.apiVersion,
+    'webhook-id': d.publicId,
+    'webhook-timestamp': String(signed.timestamp),
+    'webhook-signature': standardSignature(secrets, signed),
+    ...(TRACE_ID.test(traceId) && { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` }),
+  };
+}
+
+/** The body: the outbox's envelope, in the endpoint's fixed api_version. The same bytes are signed and sent. */
+function deliveryBody(d: DeliveryForAttempt): string {
+  return JSON.stringify({ ...d.envelope, api_version: d.apiVersion });
+}
+
+interface Sent {
+  verdict: AttemptVerdict;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+}
+
+async function send(d: DeliveryForAttempt, attempt: number): Promise<Sent> {
+  const body = deliveryBody(d);
+  const started = performance.now();
+  const latency = () => Math.round(performance.now() - started);
+  try {
+    const answer = await postToTarget(new URL(d.url), body, deliveryHeaders(d, body, attempt), { timeoutMs: DELIVERY_TIMEOUT_MS, maxAnswerBytes: MAX_ANSWER_BYTES });
+    const verdict = judgeAnswer(answer.status, answer.headers['retry-after'] as string | undefined, Date.now());
+    const error = verdict.kind === 'delivered' ? null : `HTTP ${answer.status}${answer.text ? `: ${answer.text.slice(0, 200)}` : ''}`;
+    return { verdict, statusCode: answer.status, latencyMs: latency(), error };
+  } catch (err) {
+    // A non-public address at connection time (DNS rebinding) is final; anything else (timeout, refused connection) is retried.
+    return { verdict: err instanceof TargetRefused ? { kind: 'rejected' } : { kind: 'retry' }, statusCode: null, latencyMs: latency(), error: (err as Error).message };
+  }
+}
+
+const STATUS_AFTER: Record<AttemptVerdict['kind'], DeliveryStatus> = { delivered: 'succeeded', rejected: 'failed', retry: 'pending' };
+
+/**
+ * One attempt: POSTs the event, signed, with a 5 s timeout, and records the attempt (status code,
+ * latency, error), the delivery's state and the endpoint's failure streak together. A disabled or
+ * removed endpoint is not attempted: the delivery is skipped (a disabled endpoint's can be recovered).
+ */
+export async function attemptDelivery(a: { deliveryId: string; attempt: number; last: boolean; heldMs: number }): Promise<AttemptOutcome> {
+  const d = await deliveryForAttempt(a.deliveryId);
+  if (!d) throw new Error(`delivery ${a.deliveryId} is not recorded`);
+  if (d.endpointDeleted || d.endpointStatus !== 'active') {
+    await settleDelivery(d.publicId, 'skipped');
+    return { kind: 'skipped' };
+  }
+  const sent = await send(d, a.attempt);
+  const status = sent.verdict.kind === 'retry' && a.last ? 'failed' : STATUS_AFTER[sent.verdict.kind];
+  const disabled = await recordAttempt(
+    { deliveryId: d.id, endpointId: d.endpointId, attempt: a.attempt, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, heldMs: a.heldMs, delivered: sent.verdict.kind === 'delivered', status },
+    config().webhooks.disableAfterS,
+  );
+  if (disabled && sent.verdict.kind !== 'delivered') logger.warn({ endpoint: d.endpointPublicId, delivery: d.publicId }, 'webhook endpoint disabled: every attempt failed for the configured period');
+  return sent.verdict;
+}
+
+/** Partner and merchant of a delivery, and the partner's rate, cached briefly: a held delivery asks often. */
+const admissionOf = new LRUCache<string, { partnerId: number; workspaceId: number; rate: number }>({ max: 10_000, ttl: 10_000 });
+
+/** 0 when the partner's rate admits an attempt of this delivery now; otherwise how long to wait before asking again. */
+export async function admitDeliveryAttempt(deliveryId: string): Promise<number> {
+  let who = admissionOf.get(deliveryId);
+  if (!who) {
+    const d = await deliveryForAttempt(deliveryId);
+    if (!d) return 0;
+    who = { partnerId: d.partnerId, workspaceId: d.workspaceId, rate: d.partnerRate ?? config().webhooks.partnerRate };
+    admissionOf.set(deliveryId, who);
+  }
+  return admitDelivery(who.partnerId, who.workspaceId, who.rate);
+}

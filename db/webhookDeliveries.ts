@@ -1,0 +1,269 @@
+import { mintId } from '../domain/ids';
+import type { DeliveryStatus, DeliveryView } from '../domain/webhooks';
+import { pageStart } from './paging';
+import { sql, statement, transaction, type Sql } from './sql';
+
+/**
+ * Deliveries: one per (outbox event, matching endpoint), created by the dispatcher in the transaction
+ * that marks the event dispatched, so an event is fanned out exactly once and nothing between the
+ * outbox and the deliveries is lost. Each attempt is a row of its own.
+ */
+
+const CLAIM_EVENTS = statement(
+  `SELECT o.id AS "eventId", o.workspace_id AS "workspaceId", o.type, w.partner_id AS "partnerId"
+     FROM outbox_events o JOIN workspaces w ON w.id = o.workspace_id
+    WHERE o.dispatched_at IS NULL
+    ORDER BY o.id LIMIT $1 FOR UPDATE OF o SKIP LOCKED`,
+);
+const TARGETS = statement(
+  `SELECT id, partner_id AS "partnerId", status, enabled_events AS "enabled", permitted_events AS "permitted"
+     FROM webhook_endpoints WHERE partner_id = ANY($1::bigint[]) AND deleted_at IS NULL`,
+);
+const INSERT_DELIVERIES = statement(
+  `INSERT INTO webhook_deliveries (public_id, event_id, endpoint_id, partner_id, workspace_id, event_type, status, started, completed_at)
+   SELECT d.public_id, d.event_id, d.endpoint_id, d.partner_id, d.workspace_id, d.event_type, d.status, d.status = 'skipped',
+          CASE WHEN d.status = 'skipped' THEN now() END
+     FROM jsonb_to_recordset($1::jsonb) AS d(public_id text, event_id bigint, endpoint_id bigint, partner_id bigint, workspace_id bigint, event_type text, status text)
+   ON CONFLICT (event_id, endpoint_id) DO NOTHING`,
+);
+const MARK_DISPATCHED = statement('UPDATE outbox_events SET dispatched_at = now() WHERE id = ANY($1::bigint[])');
+
+interface ClaimedEvent {
+  eventId: number;
+  workspaceId: number;
+  type: string;
+  partnerId: number | null;
+}
+
+interface Target {
+  id: number;
+  partnerId: number;
+  status: string;
+  enabled: string[];
+  permitted: string[];
+}
+
+/**
+ * Turns up to `limit` undispatched outbox events into deliveries, one per endpoint of the workspace's
+ * partner that both enabled the event type (or `*`) and may receive it (the creating key's scopes).
+ * A disabled endpoint's deliveries are recorded as `skipped`, so `recover` can send them later.
+ * Returns how many events it dispatched.
+ */
+export async function fanOutEvents(limit: number): Promise<number> {
+  return transaction(async (tx) => {
+    const events = await tx.rows<ClaimedEvent>(CLAIM_EVENTS, [limit]);
+    if (events.length === 0) return 0;
+    const partners = [...new Set(events.map((e) => e.partnerId).filter((p): p is number => p !== null))];
+    const targets = partners.length ? await tx.rows<Target>(TARGETS, [partners]) : [];
+    const deliveries = events.flatMap((e) =>
+      targets
+        .filter((t) => t.partnerId === e.partnerId && t.permitted.includes(e.type) && (t.enabled.includes('*') || t.enabled.includes(e.type)))
+        .map((t) => ({
+          public_id: mintId('delivery'),
+          event_id: e.eventId,
+          endpoint_id: t.id,
+          partner_id: t.partnerId,
+          workspace_id: e.workspaceId,
+          event_type: e.type,
+          status: t.status === 'active' ? 'pending' : 'skipped',
+        })),
+    );
+    if (deliveries.length) await tx.rowCount(INSERT_DELIVERIES, [JSON.stringify(deliveries)]);
+    await tx.rowCount(MARK_DISPATCHED, [events.map((e) => e.eventId)]);
+    return events.length;
+  });
+}
+
+// Round-robin across a partner's merchants: each merchant's oldest first, then each one's second, ...
+const UNSTARTED = statement(
+  `SELECT d.public_id AS "publicId", w.public_id AS "workspacePublicId", d.attempts
+     FROM (SELECT d.*, row_number() OVER (PARTITION BY d.workspace_id ORDER BY d.id) AS turn
+             FROM webhook_deliveries d WHERE NOT d.started AND d.status = 'pending' ORDER BY d.id LIMIT $1) d
+     JOIN workspaces w ON w.id = d.workspace_id
+    ORDER BY d.turn, d.id`,
+);
+const MARK_STARTED = statement('UPDATE webhook_deliveries SET started = true WHERE public_id = ANY($1::text[])');
+
+/** A delivery as its workflow is started: id, the merchant's workspace (a search attribute), the attempts it has had. */
+export interface DeliveryToStart {
+  publicId: string;
+  workspacePublicId: string;
+  attempts: number;
+}
+
+/** Deliveries whose workflow has not been started yet, merchants taking turns. */
+export function unstartedDeliveries(limit: number, on: Sql = sql): Promise<DeliveryToStart[]> {
+  return on.rows<DeliveryToStart>(UNSTARTED, [limit]);
+}
+
+export async function markStarted(publicIds: string[], on: Sql = sql): Promise<void> {
+  if (publicIds.length) await on.rowCount(MARK_STARTED, [publicIds]);
+}
+
+const FOR_ATTEMPT = statement(
+  `SELECT d.id, d.public_id AS "publicId", d.status, d.partner_id AS "partnerId", d.workspace_id AS "workspaceId",
+          e.public_id AS "endpointPublicId", e.id AS "endpointId", e.url, e.status AS "endpointStatus", e.deleted_at IS NOT NULL AS "endpointDeleted",
+          e.api_version AS "apiVersion", e.secret, e.previous_secret, e.previous_secret_until,
+          o.public_id AS "eventPublicId", o.type AS "eventType", o.envelope, p.webhook_rate AS "partnerRate"
+     FROM webhook_deliveries d
+     JOIN webhook_endpoints e ON e.id = d.endpoint_id
+     JOIN outbox_events o ON o.id = d.event_id
+     JOIN partners p ON p.id = d.partner_id
+    WHERE d.public_id = $1`,
+);
+
+export interface DeliveryForAttempt {
+  id: number;
+  publicId: string;
+  status: DeliveryStatus;
+  partnerId: number;
+  workspaceId: number;
+  endpointPublicId: string;
+  endpointId: number;
+  url: string;
+  endpointStatus: string;
+  endpointDeleted: boolean;
+  apiVersion: string;
+  secret: Buffer;
+  previous_secret: Buffer | null;
+  previous_secret_until: Date | null;
+  eventPublicId: string;
+  eventType: string;
+  envelope: Record<string, unknown>;
+  partnerRate: number | null;
+}
+
+/** Everything one attempt needs: the delivery, its endpoint (with sealed secrets), the event and the partner's rate. */
+export async function deliveryForAttempt(publicId: string, on: Sql = sql): Promise<DeliveryForAttempt | undefined> {
+  const [row] = await on.rows<DeliveryForAttempt>(FOR_ATTEMPT, [publicId]);
+  return row;
+}
+
+const INSERT_ATTEMPT = statement(
+  `INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, held_ms) VALUES ($1, $2, $3, $4, $5, $6)
+   ON CONFLICT (delivery_id, attempt) DO NOTHING`,
+);
+const RECORD_ON_DELIVERY = statement(
+  `UPDATE webhook_deliveries
+      SET attempts = GREATEST(attempts, $2), last_status_code = $3, last_latency_ms = $4, last_error = $5, last_attempt_at = now(),
+          status = $6, completed_at = CASE WHEN $6 = 'pending' THEN NULL ELSE now() END
+    WHERE id = $1`,
+);
+const ENDPOINT_SUCCEEDED = statement('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL');
+// Failing since the first failure after the last success; past the period, the endpoint is disabled.
+const ENDPOINT_FAILED = statement(
+  `UPDATE webhook_endpoints
+      SET failing_since = COALESCE(failing_since, now()),
+          status = CASE WHEN now() - COALESCE(failing_since, now()) >= make_interval(secs => $2) THEN 'disabled' ELSE status END,
+          disabled_reason = CASE WHEN status = 'active' AND now() - COALESCE(failing_since, now()) >= make_interval(secs => $2)
+                                 THEN 'every delivery attempt failed for ' || $2::int || ' s' ELSE disabled_reason END
+    WHERE id = $1
+   RETURNING status`,
+);
+
+export interface AttemptRecord {
+  deliveryId: number;
+  endpointId: number;
+  attempt: number;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  heldMs: number;
+  delivered: boolean;
+  /** The delivery's status after this attempt: pending while attempts remain. */
+  status: DeliveryStatus;
+}
+
+/**
+ * Records one attempt, the delivery's state after it and the endpoint's failure streak, together.
+ * Returns whether the endpoint is (now) disabled.
+ */
+export function recordAttempt(a: AttemptRecord, disableAfterS: number): Promise<boolean> {
+  return transaction(async (tx) => {
+    await tx.rowCount(INSERT_ATTEMPT, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.heldMs]);
+    await tx.rowCount(RECORD_ON_DELIVERY, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.status]);
+    if (a.delivered) {
+      await tx.rowCount(ENDPOINT_SUCCEEDED, [a.endpointId]);
+      return false;
+    }
+    const [endpoint] = await tx.rows<{ status: string }>(ENDPOINT_FAILED, [a.endpointId, disableAfterS]);
+    return endpoint?.status === 'disabled';
+  });
+}
+
+const SETTLE = statement(`UPDATE webhook_deliveries SET status = $2, completed_at = now() WHERE public_id = $1 AND status = 'pending'`);
+
+/** A pending delivery that will not be attempted again: `failed` (attempts used up) or `skipped` (endpoint disabled or removed). */
+export async function settleDelivery(publicId: string, status: 'failed' | 'skipped', on: Sql = sql): Promise<void> {
+  await on.rowCount(SETTLE, [publicId, status]);
+}
+
+const REOPEN = statement(
+  `UPDATE webhook_deliveries d SET status = 'pending', completed_at = NULL, started = false
+     FROM workspaces w
+    WHERE d.public_id = ANY($1::text[]) AND d.status <> 'pending' AND w.id = d.workspace_id
+   RETURNING d.public_id AS "publicId", w.public_id AS "workspacePublicId", d.attempts`,
+);
+
+/**
+ * Makes finished deliveries pending again, to be started anew (a resend); one still pending (its
+ * attempts in flight) is left alone and not returned.
+ */
+export function reopenDeliveries(publicIds: string[], on: Sql = sql): Promise<DeliveryToStart[]> {
+  return on.rows<DeliveryToStart>(REOPEN, [publicIds]);
+}
+
+const LIST_COLUMNS = `d.public_id, d.event_type, o.public_id AS event_id, e.public_id AS endpoint, w.public_id AS tenant, w.tenant_ref,
+  d.status, d.attempts, d.last_status_code, d.last_latency_ms, d.last_error, d.created_at, d.last_attempt_at, d.completed_at,
+  COALESCE((SELECT json_agg(json_build_object('attempt', a.attempt, 'status_code', a.status_code, 'latency_ms', a.latency_ms,
+                                              'error', a.error, 'held_ms', a.held_ms, 'attempted_at', a.attempted_at) ORDER BY a.attempt)
+              FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]') AS attempt_log`;
+const LIST_FROM = `webhook_deliveries d JOIN outbox_events o ON o.id = d.event_id JOIN webhook_endpoints e ON e.id = d.endpoint_id
+                   JOIN workspaces w ON w.id = d.workspace_id`;
+const ANCHOR = statement('SELECT id FROM webhook_deliveries WHERE public_id = $1 AND partner_id = $2');
+const PAGE = statement(
+  `SELECT ${LIST_COLUMNS} FROM ${LIST_FROM}
+    WHERE d.partner_id = $1 AND d.id < $2
+      AND ($4::text IS NULL OR d.status = $4) AND ($5::text IS NULL OR d.event_type = $5) AND ($6::text IS NULL OR w.tenant_ref = $6)
+      AND ($7::text IS NULL OR e.public_id = $7)
+    ORDER BY d.id DESC LIMIT $3`,
+);
+const FIND = statement(`SELECT ${LIST_COLUMNS}, d.id, d.endpoint_id, e.status AS endpoint_status FROM ${LIST_FROM} WHERE d.public_id = $1 AND d.partner_id = $2 AND e.deleted_at IS NULL`);
+
+export type DeliveryRow = DeliveryView;
+
+export interface DeliveryFilters {
+  status?: string;
+  eventType?: string;
+  tenantRef?: string;
+  endpoint?: string;
+}
+
+/** Up to `limit` of the partner's deliveries, newest first, after `after`; undefined when `after` is not the partner's. */
+export async function deliveryPage(partnerId: number, after: string | undefined, limit: number, f: DeliveryFilters, on: Sql = sql): Promise<DeliveryRow[] | undefined> {
+  const before = await pageStart(ANCHOR, partnerId, after, on);
+  return before === undefined
+    ? undefined
+    : on.rows<DeliveryRow>(PAGE, [partnerId, before, limit, f.status ?? null, f.eventType ?? null, f.tenantRef ?? null, f.endpoint ?? null]);
+}
+
+/** The partner's delivery (to an endpoint it still has); undefined for a missing one and another partner's alike. */
+export async function findDelivery(partnerId: number, publicId: string, on: Sql = sql): Promise<(DeliveryRow & { endpoint_status: string }) | undefined> {
+  const [row] = await on.rows<DeliveryRow & { endpoint_status: string }>(FIND, [publicId, partnerId]);
+  return row;
+}
+
+const FAILED_IN_WINDOW = statement(
+  `SELECT d.public_id AS "publicId"
+     FROM webhook_deliveries d
+    WHERE d.endpoint_id = (SELECT id FROM webhook_endpoints WHERE public_id = $1)
+      AND d.status IN ('failed', 'skipped') AND d.created_at >= $2 AND d.created_at < $3 AND d.id > $4
+    ORDER BY d.id LIMIT $5`,
+);
+const ID_OF = statement('SELECT id FROM webhook_deliveries WHERE public_id = $1');
+
+/** The endpoint's failed or skipped deliveries created in [since, until), a page at a time after `afterId`. */
+export async function failedDeliveriesIn(endpointPublicId: string, since: Date, until: Date, afterPublicId: string | undefined, limit: number, on: Sql = sql): Promise<string[]> {
+  const afterId = afterPublicId ? ((await on.rows<{ id: number }>(ID_OF, [afterPublicId]))[0]?.id ?? 0) : 0;
+  return (await on.rows<{ publicId: string }>(FAILED_IN_WINDOW, [endpointPublicId, since, until, afterId, limit])).map((r) => r.publicId);
+}

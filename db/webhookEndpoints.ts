@@ -1,0 +1,101 @@
+import { open, seal } from '../infra/encryption';
+import type { EndpointStatus, EndpointView } from '../domain/webhooks';
+import { sql, statement, type Sql } from './sql';
+
+/**
+ * A partner's webhook endpoints. Secrets are sealed at rest (AES-256-GCM, the payload codec's key
+ * ring): the service must sign with them, so they cannot be stored as hashes the way keys are.
+ */
+export interface EndpointRow extends EndpointView {
+  id: number;
+  partnerId: number;
+}
+
+const COLUMNS = `id, public_id AS "publicId", partner_id AS "partnerId", url, status, api_version AS "apiVersion",
+                 enabled_events AS "enabledEvents", permitted_events AS "permittedEvents", description, secret_hint AS "secretHint",
+                 previous_secret_until AS "previousSecretUntil", disabled_reason AS "disabledReason", created_at AS "createdAt"`;
+
+const INSERT = statement(
+  `INSERT INTO webhook_endpoints (public_id, partner_id, url, description, api_version, enabled_events, permitted_events, created_by_key, secret, secret_hint)
+   SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10
+    WHERE (SELECT count(*) FROM webhook_endpoints WHERE partner_id = $2 AND deleted_at IS NULL) < $11
+   RETURNING ${COLUMNS}`,
+);
+const LIST = statement(`SELECT ${COLUMNS} FROM webhook_endpoints WHERE partner_id = $1 AND deleted_at IS NULL ORDER BY id`);
+const FIND = statement(`SELECT ${COLUMNS} FROM webhook_endpoints WHERE public_id = $1 AND partner_id = $2 AND deleted_at IS NULL`);
+const UPDATE = statement(
+  `UPDATE webhook_endpoints
+      SET enabled_events = COALESCE($3, enabled_events), description = COALESCE($4, description),
+          status = COALESCE($5, status), updated_at = now(),
+          -- re-enabling starts a fresh failure window
+          failing_since = CASE WHEN $5 = 'active' THEN NULL ELSE failing_since END,
+          disabled_reason = CASE WHEN $5 = 'active' THEN NULL WHEN $5 = 'disabled' AND status = 'active' THEN 'disabled by the partner' ELSE disabled_reason END
+    WHERE public_id = $1 AND partner_id = $2 AND deleted_at IS NULL
+   RETURNING ${COLUMNS}`,
+);
+const DELETE = statement(`UPDATE webhook_endpoints SET deleted_at = now() WHERE public_id = $1 AND partner_id = $2 AND deleted_at IS NULL`);
+const ROTATE = statement(
+  `UPDATE webhook_endpoints
+      SET previous_secret = secret, previous_secret_until = $3, secret = $4, secret_hint = $5, updated_at = now()
+    WHERE public_id = $1 AND partner_id = $2 AND deleted_at IS NULL
+   RETURNING ${COLUMNS}`,
+);
+
+export interface NewEndpoint {
+  publicId: string;
+  partnerId: number;
+  url: string;
+  description: string;
+  apiVersion: string;
+  enabledEvents: string[];
+  permittedEvents: string[];
+  createdByKey: number;
+  secret: string;
+  secretHint: string;
+}
+
+/** Undefined when the partner already has `max` endpoints. */
+export async function insertEndpoint(e: NewEndpoint, max: number, on: Sql = sql): Promise<EndpointRow | undefined> {
+  const [row] = await on.rows<EndpointRow>(INSERT, [
+    e.publicId, e.partnerId, e.url, e.description, e.apiVersion, e.enabledEvents, e.permittedEvents, e.createdByKey, seal(Buffer.from(e.secret)), e.secretHint, max,
+  ]);
+  return row;
+}
+
+export function listEndpoints(partnerId: number, on: Sql = sql): Promise<EndpointRow[]> {
+  return on.rows<EndpointRow>(LIST, [partnerId]);
+}
+
+/** The partner's endpoint; undefined for a missing one and another partner's alike. */
+export async function findEndpoint(partnerId: number, publicId: string, on: Sql = sql): Promise<EndpointRow | undefined> {
+  const [row] = await on.rows<EndpointRow>(FIND, [publicId, partnerId]);
+  return row;
+}
+
+export async function updateEndpoint(
+  partnerId: number,
+  publicId: string,
+  change: { enabledEvents?: string[]; description?: string; status?: EndpointStatus },
+  on: Sql = sql,
+): Promise<EndpointRow | undefined> {
+  const [row] = await on.rows<EndpointRow>(UPDATE, [publicId, partnerId, change.enabledEvents ?? null, change.description ?? null, change.status ?? null]);
+  return row;
+}
+
+/** Removes the endpoint from the partner's view; its deliveries stay listed. */
+export async function deleteEndpoint(partnerId: number, publicId: string, on: Sql = sql): Promise<boolean> {
+  return (await on.rowCount(DELETE, [publicId, partnerId])) === 1;
+}
+
+/** A new secret signs from now on; the current one keeps signing until `previousUntil`. */
+export async function rotateSecret(partnerId: number, publicId: string, secret: string, hint: string, previousUntil: Date, on: Sql = sql): Promise<EndpointRow | undefined> {
+  const [row] = await on.rows<EndpointRow>(ROTATE, [publicId, partnerId, previousUntil, seal(Buffer.from(secret)), hint]);
+  return row;
+}
+
+/** The secrets that sign at `at`: the current one, and the previous one within its 24 hours. */
+export function signingSecrets(row: { secret: Buffer; previous_secret: Buffer | null; previous_secret_until: Date | null }, at: number): string[] {
+  const secrets = [open(row.secret).toString('utf8')];
+  if (row.previous_secret && row.previous_secret_until && row.previous_secret_until.getTime() > at) secrets.push(open(row.previous_secret).toString('utf8'));
+  return secrets;
+}

@@ -1,0 +1,16 @@
+import type { Client } from '@temporalio/client';
+import type { webhookRecovery, WebhookRecoveryInput } from './webhookRecovery';
+import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { startOnce } from './startOnce';
+
+const QUEUE: TaskQueue = 'webhooks';
+
+/** Starts a recovery under its own id (`rcv_…`), which the API returns so an operator can follow it. */
+export async function startRecovery(client: Client, input: WebhookRecoveryInput): Promise<void> {
+  await startOnce<typeof webhookRecovery>(client, 'webhookRecovery', {
+    taskQueue: QUEUE,
+    workflowId: input.recoveryId,
+    args: [input],
+    typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'webhook_recovery' }],
+  });
+}

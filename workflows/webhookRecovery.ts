@@ -1,0 +1,31 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type * as activities from '../activities';
+
+export interface WebhookRecoveryInput {
+  recoveryId: string;
+  endpointId: string;
+  /** ISO 8601: deliveries created at or after `since` and before `until`. */
+  since: string;
+  until: string;
+}
+
+const { recoverDeliveries } = proxyActivities<typeof activities>({
+  startToCloseTimeout: '2m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
+});
+
+/**
+ * `POST …/endpoints/{id}/recover`: every failed or skipped delivery of the endpoint in the window is
+ * sent again (a new run of its own delivery workflow), a page at a time. A page retried after a crash
+ * reopens only what is not pending already, so nothing is sent twice by the recovery itself.
+ */
+export async function webhookRecovery(input: WebhookRecoveryInput): Promise<{ resent: number }> {
+  let resent = 0;
+  let after: string | undefined;
+  for (;;) {
+    const page = await recoverDeliveries({ endpointId: input.endpointId, since: input.since, until: input.until, after });
+    resent += page.resent;
+    if (page.last === undefined) return { resent };
+    after = page.last;
+  }
+}
