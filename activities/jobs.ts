@@ -52,7 +52,7 @@ export async function startJobItem(s: { jobId: string; type: JobType; params: Re
     if (s.type === 'runs.batch') {
       const request = parseExecutionRequest(s.item.item);
       const run = await planRun({ workspace: s.workspace, scopes: ITEM_SCOPES, ...ids }, request, { kind: 'agent_run', agentPublicId: String(s.params.agent) }, mintId('run'), () => undefined);
-      started = { kind: 'run', run };
+      started = { kind: 'run', run: { ...run, jobId: job.public_id } };
     } else if (s.type === 'knowledge.ingest') {
       const id = mintId('ingestion');
       const ingestion = await createIngestion({ id, workspaceId: s.workspace.id, document: String(s.item.item), collection: String(s.params.collection), ...ids });

@@ -13,7 +13,8 @@ export interface BatchFigures {
   posted_runs_per_s: number;
 }
 
-async function ok(res: Response, what: string, status = 200): Promise<any> {
+/** The JSON answer of a request that had to answer `status`; anything else stops the bench. */
+export async function ok(res: Response, what: string, status = 200): Promise<any> {
   const text = await res.text();
   if (res.status !== status) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 300)}`);
   return JSON.parse(text);

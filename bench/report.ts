@@ -8,6 +8,7 @@ import type { PhaseUsage } from './processes';
 import { STREAM_TAIL_MS } from './stubProvider';
 import type { IngestionFigures, RetrievalFigures } from './knowledge';
 import type { BatchFigures } from './jobs';
+import type { WebhookFigures } from './webhooks';
 
 /** A phase at concurrency 32: its figures, and what its requests cost each process. */
 export interface Loaded {
@@ -26,6 +27,7 @@ export interface Measured {
   ingestion: IngestionFigures;
   retrieval: RetrievalFigures;
   batch: BatchFigures;
+  webhooks: WebhookFigures;
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
@@ -58,6 +60,9 @@ const FAIRNESS = [
   '  of the same agent without, alternated one by one at concurrency 1; same input, same stub model.',
   'jobs: POST /api/v2/jobs to the job reading completed (polled every 100 ms), 16 items in flight; then 32 clients',
   '  posting the same runs to /api/v2/responses until all are answered.',
+  'webhooks: a partner endpoint on a loopback receiver that answers 204 at once; settle-to-first-attempt = arrival at the',
+  '  receiver minus the event envelope\'s created_at (written at settlement by the worker, same clock); throughput = the',
+  '  first of the events written (32 writers, one transaction each) to the last delivered, through the outbox dispatcher.',
   'All processes, the load generator and the stub provider share this machine; the service runs at its default log level.',
 ];
 
@@ -106,6 +111,7 @@ export function report(m: Measured): void {
     ingestion: m.ingestion,
     retrieval: m.retrieval,
     batch: m.batch,
+    webhooks: m.webhooks,
     rss_mb: rss,
     ratios,
     targets,
@@ -146,6 +152,7 @@ export function report(m: Measured): void {
     `knowledge: ingestion of ${round2(m.ingestion.bytes / 1048576)} MB of text: ${m.ingestion.chunks} chunks in ${m.ingestion.seconds} s = ${m.ingestion.chunks_per_s} chunks/s (${m.ingestion.mb_per_s} MB/s)`,
     `           retrieval overhead p50: ${m.retrieval.overhead_p50_ms} ms (run p50 ${m.retrieval.plain_p50_ms} ms without knowledge, ${m.retrieval.knowledge_p50_ms} ms with; n ${m.retrieval.plain.n} each)`,
     `jobs:      a ${m.batch.items}-item runs.batch job: ${m.batch.job_seconds} s = ${m.batch.job_items_per_s} items/s; the same runs posted at c32: ${m.batch.posted_seconds} s = ${m.batch.posted_runs_per_s} runs/s`,
+    `webhooks:  ${m.webhooks.deliveries} deliveries (32 writers) in ${m.webhooks.seconds} s = ${m.webhooks.deliveries_per_s} deliveries/s; settlement to first attempt p50 ${m.webhooks.settle_to_first_attempt_ms.p50} ms, p95 ${m.webhooks.settle_to_first_attempt_ms.p95} ms (n ${m.webhooks.settle_to_first_attempt_ms.n})`,
     '',
     'targets (reported, not asserted):',
     ...targets.map((t) => `  ${t.name.padEnd(36)}${cell(t.value, 9)}  ${t.target.padEnd(8)}${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`),

@@ -5,6 +5,7 @@ import { closedLoop, sequential, type Operation } from './load';
 import { AUTH_GET_PATH, operations } from './operations';
 import { ingestionThroughput, INGESTED_BYTES, retrievalOverhead } from './knowledge';
 import { batchThroughput, BATCH_ITEMS } from './jobs';
+import { DELIVERED_EVENTS, webhookFigures } from './webhooks';
 import { Children, LOG_DIR } from './processes';
 import { report, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
@@ -54,7 +55,14 @@ async function measure(s: Stack): Promise<Measured> {
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
     ...(await knowledge(s)),
     batch: await batch(s),
+    webhooks: await webhooks(s),
   };
+}
+
+async function webhooks(s: Stack): Promise<Measured['webhooks']> {
+  const runs = SETTINGS.c1.count / 2;
+  log(`partner webhooks: ${runs} runs at concurrency 1, each delivered; then ${DELIVERED_EVENTS} events written by 32 writers, delivered to a local receiver`);
+  return webhookFigures(s, runs);
 }
 
 async function batch(s: Stack): Promise<Measured['batch']> {

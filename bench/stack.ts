@@ -91,6 +91,8 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     RATE_LIMIT_AGENT: RATE_LIMIT,
     RATE_LIMIT_PRINCIPAL: RATE_LIMIT,
     SHUTDOWN_GRACE_MS: '2000',
+    // The webhook phase's receiver listens on loopback.
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
   };
   const node = (name: string, script: string, args: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
     children.spawn(name, process.execPath, [script, ...args], { ...env, ...extra }).pid!;

@@ -64,6 +64,8 @@ export interface RunInput {
   options: RunOptions;
   /** Milliseconds since epoch when the API accepted the request, for the run's latency. */
   acceptedAt: number;
+  /** The job whose item this run is: its webhook events carry it as `correlation.job_id`. */
+  jobId?: string;
 }
 
 export interface RunResponse {

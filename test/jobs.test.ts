@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { ITEMS_PER_EXECUTION } from '../domain/jobs';
+import { QueryTypes } from 'sequelize';
+import { db } from '../db/sequelize';
 import { dataConverter } from '../infra/payloadCodec';
 import { uploadedDocument } from './support/documents';
 import { call, providerRequests, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
@@ -30,6 +32,12 @@ describe('job types, end to end', () => {
     expect(done.items.data.map((i: { resource: string }) => i.resource)).toEqual(expect.arrayContaining([expect.stringMatching(/^run_/)]));
     const logs = await call(api.url, 'GET', '/api/v2/logs?limit=10', { key: t.key });
     expect(logs.body.data.map((l: { run: string }) => l.run).sort()).toEqual(done.items.data.map((i: { resource: string }) => i.resource).sort());
+    // Each run's webhook events name the job in their correlation.
+    const events = await db().query<{ job: string }>(
+      "SELECT DISTINCT e.envelope->'correlation'->>'job_id' AS job FROM outbox_events e JOIN workspaces w ON w.id = e.workspace_id WHERE w.public_id = :ws",
+      { replacements: { ws: t.workspace }, type: QueryTypes.SELECT },
+    );
+    expect(events).toEqual([{ job: accepted.body.id }]);
   });
 
   it('knowledge.ingest ingests each document into the collection; an item that cannot start fails alone, and the job with it', async () => {

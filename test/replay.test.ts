@@ -9,6 +9,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { TEMPORAL_CLI } from '../workers/temporalDevServer';
 import { workflowBundle } from '../workers/workflowBundle';
+import * as admin from '../admin/commands';
 import { call, closeAll, scriptModel, startApi, tenant } from './support/stack';
 import { allFrames, frames, openStream } from './support/sse';
 import { ingest, uploadedDocument } from './support/documents';
@@ -119,6 +120,29 @@ if (process.env.RECORD_HISTORIES) {
       const accepted = await call(api.url, 'POST', '/api/v2/jobs', { key: t.key, body: { type: 'runs.batch', params: { agent: t.agent }, items: [{ input: 'a' }, { input: 'b' }] } });
       await record('job', accepted.body.id);
     });
+    it('webhook delivery and recovery', async () => {
+      // A partner receiver that fails once, then accepts: an attempt, a timer, a second attempt.
+      let answered = 0;
+      const receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(answered++ === 0 ? 500 : 200).end()));
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      try {
+        const partner = await admin.createPartner({ name: 'p' });
+        const key = (await admin.createPartnerKey({ partner: partner.id, scopes: 'webhooks:write,webhooks:read,agents:read' })).key;
+        const ws = await admin.createWorkspace({ name: 'm', credits: 1_000_000, partner: partner.id, tenantRef: 'm-1' });
+        const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+        const endpoint = (await call(api.url, 'POST', '/api/v1/partner/webhooks/endpoints/', { key, body: { url, enabled_events: ['agent.run.completed'] } })).body;
+        const runKey = (await admin.createWorkspaceKey({ workspace: ws.id, scopes: 'agents:run' })).key;
+        const agent = await admin.createAgent({ workspace: ws.id, name: 'a', config: { model: 'stub-replay-webhook' } });
+        await call(api.url, 'POST', `/api/v2/agents/${agent.id}/runs`, { key: runKey, body: { input: 'hi' } });
+        const list = async () => (await call(api.url, 'GET', '/api/v1/partner/webhooks/deliveries/', { key })).body.data;
+        for (let i = 0; i < 200 && (await list())[0]?.status !== 'succeeded'; i++) await new Promise((r) => setTimeout(r, 50));
+        await record('webhook-delivery', (await list())[0].id);
+        const recovery = await call(api.url, 'POST', `/api/v1/partner/webhooks/endpoints/${endpoint.id}/recover/`, { key, body: { since: new Date(Date.now() - 60_000).toISOString() } });
+        await record('webhook-recovery', recovery.body.id);
+      } finally {
+        receiver.close();
+      }
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -128,7 +152,7 @@ if (process.env.RECORD_HISTORIES) {
 } else {
   it('replays every recorded run history against the current workflow code', async () => {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {
