@@ -12,7 +12,7 @@ const BATCH = 500;
 const START_CONCURRENCY = 32;
 
 /** Starts each delivery's workflow (idempotent: its id is the delivery id), numbering attempts on from its last, then marks them started. */
-export async function startDeliveries(deliveries: DeliveryToStart[]): Promise<void> {
+async function startDeliveries(deliveries: DeliveryToStart[]): Promise<void> {
   const client = await temporal();
   const retryDelaysMs = config().webhooks.retryDelaysMs;
   for (let i = 0; i < deliveries.length; i += START_CONCURRENCY) {

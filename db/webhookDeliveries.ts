@@ -199,18 +199,17 @@ export async function settleDelivery(publicId: string, status: 'failed' | 'skipp
 }
 
 const REOPEN = statement(
-  `UPDATE webhook_deliveries d SET status = 'pending', completed_at = NULL, started = false
-     FROM workspaces w
-    WHERE d.public_id = ANY($1::text[]) AND d.status <> 'pending' AND w.id = d.workspace_id
-   RETURNING d.public_id AS "publicId", w.public_id AS "workspacePublicId", d.attempts`,
+  `UPDATE webhook_deliveries SET status = 'pending', completed_at = NULL, started = false
+    WHERE public_id = ANY($1::text[]) AND status <> 'pending' RETURNING public_id AS "publicId"`,
 );
 
 /**
- * Makes finished deliveries pending again, to be started anew (a resend); one still pending (its
- * attempts in flight) is left alone and not returned.
+ * Makes finished deliveries pending and not started, so the dispatcher starts each anew (a resend),
+ * attempts numbered on from the last; one still pending (its attempts in flight) is left alone. The
+ * ids reopened.
  */
-export function reopenDeliveries(publicIds: string[], on: Sql = sql): Promise<DeliveryToStart[]> {
-  return on.rows<DeliveryToStart>(REOPEN, [publicIds]);
+export async function reopenDeliveries(publicIds: string[], on: Sql = sql): Promise<string[]> {
+  return (await on.rows<{ publicId: string }>(REOPEN, [publicIds])).map((r) => r.publicId);
 }
 
 const LIST_COLUMNS = `d.public_id, d.event_type, o.public_id AS event_id, e.public_id AS endpoint, w.public_id AS tenant, w.tenant_ref,
@@ -228,7 +227,10 @@ const PAGE = statement(
       AND ($7::text IS NULL OR e.public_id = $7)
     ORDER BY d.id DESC LIMIT $3`,
 );
-const FIND = statement(`SELECT ${LIST_COLUMNS}, d.id, d.endpoint_id, e.status AS endpoint_status FROM ${LIST_FROM} WHERE d.public_id = $1 AND d.partner_id = $2 AND e.deleted_at IS NULL`);
+const FIND = statement(
+  `SELECT ${LIST_COLUMNS}, CASE WHEN e.deleted_at IS NOT NULL THEN 'deleted' ELSE e.status END AS endpoint_status
+     FROM ${LIST_FROM} WHERE d.public_id = $1 AND d.partner_id = $2`,
+);
 
 export type DeliveryRow = DeliveryView;
 
@@ -247,7 +249,7 @@ export async function deliveryPage(partnerId: number, after: string | undefined,
     : on.rows<DeliveryRow>(PAGE, [partnerId, before, limit, f.status ?? null, f.eventType ?? null, f.tenantRef ?? null, f.endpoint ?? null]);
 }
 
-/** The partner's delivery (to an endpoint it still has); undefined for a missing one and another partner's alike. */
+/** The partner's delivery, with its endpoint's status (`deleted` too); undefined for a missing one and another partner's alike. */
 export async function findDelivery(partnerId: number, publicId: string, on: Sql = sql): Promise<(DeliveryRow & { endpoint_status: string }) | undefined> {
   const [row] = await on.rows<DeliveryRow & { endpoint_status: string }>(FIND, [publicId, partnerId]);
   return row;

@@ -11,7 +11,6 @@ import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecr
 import { checkTarget, TargetRefused } from '../../../infra/outboundTarget';
 import { temporal } from '../../../infra/temporalClient';
 import { startRecovery } from '../../../workflows/webhookRecovery.client';
-import { startDeliveries } from '../../../activities/outbox';
 import { listPage } from '../../listPage';
 import { authorize, partnerOf } from '../../middleware/auth';
 import { validate, type Input } from '../../middleware/validate';
@@ -150,10 +149,11 @@ export function partnerWebhooksRoutes(router: Router<AppState>): void {
       const partnerId = partnerOf(ctx.state.principal).id;
       const delivery = await findDelivery(partnerId, ctx.state.input.params.id);
       if (!delivery) throw notFound('webhook_delivery_not_found');
+      if (delivery.endpoint_status === 'deleted') throw new ServiceError('webhook_endpoint_disabled', 'The endpoint this delivery went to has been deleted.');
       if (delivery.endpoint_status !== 'active') throw new ServiceError('webhook_endpoint_disabled', 'The endpoint is disabled; re-enable it with PATCH {"status":"active"} first.');
+      // Pending and not started again: the dispatcher, the one starter of delivery workflows, starts it on its next pass.
       const reopened = await reopenDeliveries([delivery.public_id]);
       if (reopened.length === 0) throw new ServiceError('webhook_delivery_in_progress', 'This delivery is still being attempted; resend it once it has finished.');
-      await startDeliveries(reopened);
       ctx.status = 202;
       ctx.body = deliveryObject((await findDelivery(partnerId, delivery.public_id))!);
     },
