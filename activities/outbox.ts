@@ -11,22 +11,35 @@ const BATCH = 500;
 /** Workflow starts in flight at once. */
 const START_CONCURRENCY = 32;
 
-/** Starts each delivery's workflow (idempotent: its id is the delivery id), numbering attempts on from its last, then marks them started. */
+/**
+ * Starts each delivery's workflow (idempotent: one workflow id per delivery generation), numbering
+ * attempts on from its last, and marks each started once its own start succeeded.
+ */
 async function startDeliveries(deliveries: DeliveryToStart[]): Promise<void> {
   const client = await temporal();
   const retryDelaysMs = config().webhooks.retryDelaysMs;
   for (let i = 0; i < deliveries.length; i += START_CONCURRENCY) {
+    Context.current().heartbeat();
     const slice = deliveries.slice(i, i + START_CONCURRENCY);
-    await Promise.all(slice.map((d) => startDelivery(client, { deliveryId: d.publicId, workspacePublicId: d.workspacePublicId, firstAttempt: d.attempts + 1, retryDelaysMs })));
-    await markStarted(slice.map((d) => d.publicId));
+    const started = await Promise.allSettled(
+      slice.map(async (d) => {
+        await startDelivery(client, { deliveryId: d.publicId, generation: d.generation, workspacePublicId: d.workspacePublicId, firstAttempt: d.attempts + 1, retryDelaysMs });
+        await markStarted(d);
+      }),
+    );
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 }
 
 let stopping = false;
 
-/** A worker shutting down ends its dispatcher pass at once: the next pass goes to a worker that stays. */
-export function stopDispatching(): void {
-  stopping = true;
+/**
+ * A worker shutting down ends its dispatcher pass at once, so the next pass goes to a worker that
+ * stays; workers started again in the same process (tests) dispatch again.
+ */
+export function dispatching(on: boolean): void {
+  stopping = !on;
 }
 
 /**

@@ -3,14 +3,15 @@ import { LRUCache } from 'lru-cache';
 import { now } from '../domain/clock';
 import { DELIVERY_TIMEOUT_MS, judgeAnswer, MAX_ANSWER_BYTES, type AttemptVerdict, type DeliveryStatus } from '../domain/webhooks';
 import { serviceSignature, standardSignature } from '../domain/webhookSignatures';
-import { deliveryForAttempt, recordAttempt, settleDelivery, type DeliveryForAttempt } from '../db/webhookDeliveries';
+import { deliveryForAttempt, recordAttempt, skipDelivery, type DeliveryForAttempt, type FailurePolicy } from '../db/webhookDeliveries';
 import { signingSecrets } from '../db/webhookEndpoints';
 import { config } from '../infra/config';
 import { logger } from '../infra/logger';
 import { postToTarget, TargetRefused } from '../infra/outboundTarget';
 import { admitDelivery } from './deliveryRate';
 
-export type AttemptOutcome = AttemptVerdict | { kind: 'skipped' };
+/** `superseded`: a resend took the delivery over (or it is no longer pending): this run stops, attempting nothing. */
+export type AttemptOutcome = AttemptVerdict | { kind: 'skipped' } | { kind: 'superseded' };
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
 
@@ -73,34 +74,44 @@ const STATUS_AFTER: Record<AttemptVerdict['kind'], DeliveryStatus> = { delivered
  * latency, error), the delivery's state and the endpoint's failure streak together. A disabled or
  * removed endpoint is not attempted: the delivery is skipped (a disabled endpoint's can be recovered).
  */
-export async function attemptDelivery(a: { deliveryId: string; attempt: number; last: boolean; heldMs: number }): Promise<AttemptOutcome> {
+export async function attemptDelivery(a: { deliveryId: string; generation: number; attempt: number; last: boolean; heldMs: number }): Promise<AttemptOutcome> {
   const d = await deliveryForAttempt(a.deliveryId);
   if (!d) throw new Error(`delivery ${a.deliveryId} is not recorded`);
+  if (d.generation !== a.generation || d.status !== 'pending') return { kind: 'superseded' };
   if (d.endpointDeleted || d.endpointStatus !== 'active') {
-    await settleDelivery(d.publicId, 'skipped');
+    await skipDelivery(d.publicId, d.generation);
     return { kind: 'skipped' };
   }
   const sent = await send(d, a.attempt);
   const status = sent.verdict.kind === 'retry' && a.last ? 'failed' : STATUS_AFTER[sent.verdict.kind];
   const disabled = await recordAttempt(
-    { deliveryId: d.id, endpointId: d.endpointId, attempt: a.attempt, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, heldMs: a.heldMs, delivered: sent.verdict.kind === 'delivered', status },
-    config().webhooks.disableAfterS,
+    { deliveryId: d.id, endpointId: d.endpointId, generation: d.generation, attempt: a.attempt, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, heldMs: a.heldMs, delivered: sent.verdict.kind === 'delivered', status },
+    failurePolicy(),
   );
-  if (disabled && sent.verdict.kind !== 'delivered') logger.warn({ endpoint: d.endpointPublicId, delivery: d.publicId }, 'webhook endpoint disabled: every attempt failed for the configured period');
+  if (disabled) logger.warn({ endpoint: d.endpointPublicId, delivery: d.publicId }, 'webhook endpoint disabled: every attempt failed for the configured period');
   return sent.verdict;
 }
 
-/** Partner and merchant of a delivery, and the partner's rate, cached briefly: a held delivery asks often. */
-const admissionOf = new LRUCache<string, { partnerId: number; workspaceId: number; rate: number }>({ max: 10_000, ttl: 10_000 });
+/**
+ * An endpoint is disabled when every attempt has failed for the configured period; a gap without
+ * failures twice the schedule's longest (at least a minute) ends a streak.
+ */
+function failurePolicy(): FailurePolicy {
+  const c = config().webhooks;
+  return { disableAfterS: c.disableAfterS, streakGapS: Math.max(60, Math.ceil((2 * (c.retryDelaysMs.at(-1) ?? 0)) / 1000)) };
+}
 
-/** 0 when the partner's rate admits an attempt of this delivery now; otherwise how long to wait before asking again. */
+/** Partner and merchant of a delivery, and the partner's rate, cached briefly: a held delivery asks again. */
+const admissionOf = new LRUCache<string, { partnerId: number; merchantId: number; ratePerSecond: number }>({ max: 10_000, ttl: 10_000 });
+
+/** 0 when the partner's rate admits an attempt of this delivery now; otherwise how long to wait for its turn. */
 export async function admitDeliveryAttempt(deliveryId: string): Promise<number> {
   let who = admissionOf.get(deliveryId);
   if (!who) {
     const d = await deliveryForAttempt(deliveryId);
     if (!d) return 0;
-    who = { partnerId: d.partnerId, workspaceId: d.workspaceId, rate: d.partnerRate ?? config().webhooks.partnerRate };
+    who = { partnerId: d.partnerId, merchantId: d.workspaceId, ratePerSecond: d.partnerRate ?? config().webhooks.partnerRate };
     admissionOf.set(deliveryId, who);
   }
-  return admitDelivery(who.partnerId, who.workspaceId, who.rate);
+  return admitDelivery({ ...who, deliveryId });
 }

@@ -1,6 +1,7 @@
 import { mintId } from '../domain/ids';
 import type { DeliveryStatus, DeliveryView } from '../domain/webhooks';
 import { pageStart } from './paging';
+import type { SealedSecrets } from './webhookEndpoints';
 import { sql, statement, transaction, type Sql } from './sql';
 
 /**
@@ -74,36 +75,46 @@ export async function fanOutEvents(limit: number): Promise<number> {
   });
 }
 
-// Round-robin across a partner's merchants: each merchant's oldest first, then each one's second, ...
+// Merchants take turns: each one's oldest unstarted delivery, then each one's second, and so on, over
+// every merchant with deliveries waiting (a few per merchant per pass, so a backlog cannot crowd the rest out).
 const UNSTARTED = statement(
-  `SELECT d.public_id AS "publicId", w.public_id AS "workspacePublicId", d.attempts
-     FROM (SELECT d.*, row_number() OVER (PARTITION BY d.workspace_id ORDER BY d.id) AS turn
-             FROM webhook_deliveries d WHERE NOT d.started AND d.status = 'pending' ORDER BY d.id LIMIT $1) d
+  `SELECT d.public_id AS "publicId", w.public_id AS "workspacePublicId", d.attempts, d.generation
+     FROM (SELECT DISTINCT workspace_id FROM webhook_deliveries WHERE NOT started AND status = 'pending') m
+     CROSS JOIN LATERAL (
+       SELECT x.*, row_number() OVER (ORDER BY x.id) AS turn FROM (
+         SELECT * FROM webhook_deliveries u WHERE u.workspace_id = m.workspace_id AND NOT u.started AND u.status = 'pending' ORDER BY u.id LIMIT $2
+       ) x
+     ) d
      JOIN workspaces w ON w.id = d.workspace_id
-    ORDER BY d.turn, d.id`,
+    ORDER BY d.turn, d.id LIMIT $1`,
 );
-const MARK_STARTED = statement('UPDATE webhook_deliveries SET started = true WHERE public_id = ANY($1::text[])');
+const MARK_STARTED = statement('UPDATE webhook_deliveries SET started = true WHERE public_id = $1 AND generation = $2');
 
-/** A delivery as its workflow is started: id, the merchant's workspace (a search attribute), the attempts it has had. */
+/** A delivery as its workflow is started: id, the merchant's workspace (a search attribute), the attempts it has had, its generation. */
 export interface DeliveryToStart {
   publicId: string;
   workspacePublicId: string;
   attempts: number;
+  generation: number;
 }
+
+/** Per merchant per pass: what one merchant's backlog may take of a pass before the others have had a turn. */
+const PER_MERCHANT = 50;
 
 /** Deliveries whose workflow has not been started yet, merchants taking turns. */
 export function unstartedDeliveries(limit: number, on: Sql = sql): Promise<DeliveryToStart[]> {
-  return on.rows<DeliveryToStart>(UNSTARTED, [limit]);
+  return on.rows<DeliveryToStart>(UNSTARTED, [limit, PER_MERCHANT]);
 }
 
-export async function markStarted(publicIds: string[], on: Sql = sql): Promise<void> {
-  if (publicIds.length) await on.rowCount(MARK_STARTED, [publicIds]);
+/** Marks a delivery's workflow started, unless the delivery was reopened since (a newer generation waits for its own start). */
+export async function markStarted(d: DeliveryToStart, on: Sql = sql): Promise<void> {
+  await on.rowCount(MARK_STARTED, [d.publicId, d.generation]);
 }
 
 const FOR_ATTEMPT = statement(
-  `SELECT d.id, d.public_id AS "publicId", d.status, d.partner_id AS "partnerId", d.workspace_id AS "workspaceId",
+  `SELECT d.id, d.public_id AS "publicId", d.status, d.generation, d.partner_id AS "partnerId", d.workspace_id AS "workspaceId",
           e.public_id AS "endpointPublicId", e.id AS "endpointId", e.url, e.status AS "endpointStatus", e.deleted_at IS NOT NULL AS "endpointDeleted",
-          e.api_version AS "apiVersion", e.secret, e.previous_secret, e.previous_secret_until,
+          e.api_version AS "apiVersion", e.secret, e.previous_secrets,
           o.public_id AS "eventPublicId", o.type AS "eventType", o.envelope, p.webhook_rate AS "partnerRate"
      FROM webhook_deliveries d
      JOIN webhook_endpoints e ON e.id = d.endpoint_id
@@ -112,10 +123,11 @@ const FOR_ATTEMPT = statement(
     WHERE d.public_id = $1`,
 );
 
-export interface DeliveryForAttempt {
+export interface DeliveryForAttempt extends SealedSecrets {
   id: number;
   publicId: string;
   status: DeliveryStatus;
+  generation: number;
   partnerId: number;
   workspaceId: number;
   endpointPublicId: string;
@@ -124,9 +136,6 @@ export interface DeliveryForAttempt {
   endpointStatus: string;
   endpointDeleted: boolean;
   apiVersion: string;
-  secret: Buffer;
-  previous_secret: Buffer | null;
-  previous_secret_until: Date | null;
   eventPublicId: string;
   eventType: string;
   envelope: Record<string, unknown>;
@@ -147,23 +156,27 @@ const RECORD_ON_DELIVERY = statement(
   `UPDATE webhook_deliveries
       SET attempts = GREATEST(attempts, $2), last_status_code = $3, last_latency_ms = $4, last_error = $5, last_attempt_at = now(),
           status = $6, completed_at = CASE WHEN $6 = 'pending' THEN NULL ELSE now() END
-    WHERE id = $1`,
+    WHERE id = $1 AND generation = $7`,
 );
 const ENDPOINT_SUCCEEDED = statement('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL');
-// Failing since the first failure after the last success; past the period, the endpoint is disabled.
+// A streak of failures starts at the first failure after a success, or after a gap with no failure
+// (an endpoint with little traffic is not judged on two failures days apart).
 const ENDPOINT_FAILED = statement(
   `UPDATE webhook_endpoints
-      SET failing_since = COALESCE(failing_since, now()),
-          status = CASE WHEN now() - COALESCE(failing_since, now()) >= make_interval(secs => $2) THEN 'disabled' ELSE status END,
-          disabled_reason = CASE WHEN status = 'active' AND now() - COALESCE(failing_since, now()) >= make_interval(secs => $2)
-                                 THEN 'every delivery attempt failed for ' || $2::int || ' s' ELSE disabled_reason END
-    WHERE id = $1
+      SET failing_since = CASE WHEN failing_since IS NULL OR last_failed_at < now() - make_interval(secs => $2) THEN now() ELSE failing_since END,
+          last_failed_at = now()
+    WHERE id = $1`,
+);
+const DISABLE_FAILING = statement(
+  `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'every delivery attempt failed for ' || $2::int || ' s', updated_at = now()
+    WHERE id = $1 AND status = 'active' AND now() - failing_since >= make_interval(secs => $2)
    RETURNING status`,
 );
 
 export interface AttemptRecord {
   deliveryId: number;
   endpointId: number;
+  generation: number;
   attempt: number;
   statusCode: number | null;
   latencyMs: number;
@@ -174,33 +187,43 @@ export interface AttemptRecord {
   status: DeliveryStatus;
 }
 
+export interface FailurePolicy {
+  /** Every attempt failing for this long disables the endpoint. */
+  disableAfterS: number;
+  /** A gap this long without a failure ends a streak. */
+  streakGapS: number;
+}
+
 /**
  * Records one attempt, the delivery's state after it and the endpoint's failure streak, together.
- * Returns whether the endpoint is (now) disabled.
+ * Returns whether this attempt disabled the endpoint.
  */
-export function recordAttempt(a: AttemptRecord, disableAfterS: number): Promise<boolean> {
+export function recordAttempt(a: AttemptRecord, policy: FailurePolicy): Promise<boolean> {
   return transaction(async (tx) => {
     await tx.rowCount(INSERT_ATTEMPT, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.heldMs]);
-    await tx.rowCount(RECORD_ON_DELIVERY, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.status]);
+    await tx.rowCount(RECORD_ON_DELIVERY, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.status, a.generation]);
     if (a.delivered) {
       await tx.rowCount(ENDPOINT_SUCCEEDED, [a.endpointId]);
       return false;
     }
-    const [endpoint] = await tx.rows<{ status: string }>(ENDPOINT_FAILED, [a.endpointId, disableAfterS]);
-    return endpoint?.status === 'disabled';
+    await tx.rowCount(ENDPOINT_FAILED, [a.endpointId, policy.streakGapS]);
+    return (await tx.rowCount(DISABLE_FAILING, [a.endpointId, policy.disableAfterS])) === 1;
   });
 }
 
-const SETTLE = statement(`UPDATE webhook_deliveries SET status = $2, completed_at = now() WHERE public_id = $1 AND status = 'pending'`);
+const SKIP = statement(`UPDATE webhook_deliveries SET status = 'skipped', completed_at = now() WHERE public_id = $1 AND status = 'pending' AND generation = $2`);
 
-/** A pending delivery that will not be attempted again: `failed` (attempts used up) or `skipped` (endpoint disabled or removed). */
-export async function settleDelivery(publicId: string, status: 'failed' | 'skipped', on: Sql = sql): Promise<void> {
-  await on.rowCount(SETTLE, [publicId, status]);
+/** A pending delivery whose endpoint is disabled or removed: not attempted, kept for `recover`. */
+export async function skipDelivery(publicId: string, generation: number, on: Sql = sql): Promise<void> {
+  await on.rowCount(SKIP, [publicId, generation]);
 }
 
 const REOPEN = statement(
-  `UPDATE webhook_deliveries SET status = 'pending', completed_at = NULL, started = false
+  `UPDATE webhook_deliveries SET status = 'pending', completed_at = NULL, started = false, generation = generation + 1
     WHERE public_id = ANY($1::text[]) AND status <> 'pending' RETURNING public_id AS "publicId"`,
+);
+const REOPEN_STRANDED = statement(
+  `UPDATE webhook_deliveries SET started = false, generation = generation + 1 WHERE public_id = $1 AND status = 'pending' RETURNING public_id`,
 );
 
 /**
@@ -210,6 +233,11 @@ const REOPEN = statement(
  */
 export async function reopenDeliveries(publicIds: string[], on: Sql = sql): Promise<string[]> {
   return (await on.rows<{ publicId: string }>(REOPEN, [publicIds])).map((r) => r.publicId);
+}
+
+/** A pending delivery with no workflow running (its run was terminated): started anew by the dispatcher. */
+export async function reopenStranded(publicId: string, on: Sql = sql): Promise<boolean> {
+  return (await on.rowCount(REOPEN_STRANDED, [publicId])) === 1;
 }
 
 const LIST_COLUMNS = `d.public_id, d.event_type, o.public_id AS event_id, e.public_id AS endpoint, w.public_id AS tenant, w.tenant_ref,
@@ -228,7 +256,7 @@ const PAGE = statement(
     ORDER BY d.id DESC LIMIT $3`,
 );
 const FIND = statement(
-  `SELECT ${LIST_COLUMNS}, CASE WHEN e.deleted_at IS NOT NULL THEN 'deleted' ELSE e.status END AS endpoint_status
+  `SELECT ${LIST_COLUMNS}, d.generation, CASE WHEN e.deleted_at IS NOT NULL THEN 'deleted' ELSE e.status END AS endpoint_status
      FROM ${LIST_FROM} WHERE d.public_id = $1 AND d.partner_id = $2`,
 );
 
@@ -250,8 +278,8 @@ export async function deliveryPage(partnerId: number, after: string | undefined,
 }
 
 /** The partner's delivery, with its endpoint's status (`deleted` too); undefined for a missing one and another partner's alike. */
-export async function findDelivery(partnerId: number, publicId: string, on: Sql = sql): Promise<(DeliveryRow & { endpoint_status: string }) | undefined> {
-  const [row] = await on.rows<DeliveryRow & { endpoint_status: string }>(FIND, [publicId, partnerId]);
+export async function findDelivery(partnerId: number, publicId: string, on: Sql = sql): Promise<(DeliveryRow & { generation: number; endpoint_status: string }) | undefined> {
+  const [row] = await on.rows<DeliveryRow & { generation: number; endpoint_status: string }>(FIND, [publicId, partnerId]);
   return row;
 }
 

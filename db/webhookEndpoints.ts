@@ -13,7 +13,8 @@ export interface EndpointRow extends EndpointView {
 
 const COLUMNS = `id, public_id AS "publicId", partner_id AS "partnerId", url, status, api_version AS "apiVersion",
                  enabled_events AS "enabledEvents", permitted_events AS "permittedEvents", description, secret_hint AS "secretHint",
-                 previous_secret_until AS "previousSecretUntil", disabled_reason AS "disabledReason", created_at AS "createdAt"`;
+                 (SELECT max((p->>'until')::timestamptz) FROM jsonb_array_elements(previous_secrets) p WHERE (p->>'until')::timestamptz > now()) AS "previousSecretUntil",
+                 disabled_reason AS "disabledReason", created_at AS "createdAt"`;
 
 const INSERT = statement(
   `INSERT INTO webhook_endpoints (public_id, partner_id, url, description, api_version, enabled_events, permitted_events, created_by_key, secret, secret_hint)
@@ -34,9 +35,12 @@ const UPDATE = statement(
    RETURNING ${COLUMNS}`,
 );
 const DELETE = statement(`UPDATE webhook_endpoints SET deleted_at = now() WHERE public_id = $1 AND partner_id = $2 AND deleted_at IS NULL`);
+// The current secret joins those still signing (expired ones are dropped), until $3.
 const ROTATE = statement(
   `UPDATE webhook_endpoints
-      SET previous_secret = secret, previous_secret_until = $3, secret = $4, secret_hint = $5, updated_at = now()
+      SET previous_secrets = (SELECT COALESCE(jsonb_agg(p), '[]'::jsonb) FROM jsonb_array_elements(previous_secrets) p WHERE (p->>'until')::timestamptz > $6)
+                             || jsonb_build_array(jsonb_build_object('secret', encode(secret, 'base64'), 'until', $3::timestamptz)),
+          secret = $4, secret_hint = $5, updated_at = now()
     WHERE public_id = $1 AND partner_id = $2 AND deleted_at IS NULL
    RETURNING ${COLUMNS}`,
 );
@@ -87,15 +91,22 @@ export async function deleteEndpoint(partnerId: number, publicId: string, on: Sq
   return (await on.rowCount(DELETE, [publicId, partnerId])) === 1;
 }
 
-/** A new secret signs from now on; the current one keeps signing until `previousUntil`. */
-export async function rotateSecret(partnerId: number, publicId: string, secret: string, hint: string, previousUntil: Date, on: Sql = sql): Promise<EndpointRow | undefined> {
-  const [row] = await on.rows<EndpointRow>(ROTATE, [publicId, partnerId, previousUntil, seal(Buffer.from(secret)), hint]);
+/**
+ * A new secret signs from now on; the current one keeps signing until `previousUntil`, as do earlier
+ * ones within their own 24 hours (rotating twice in a day drops no secret early).
+ */
+export async function rotateSecret(partnerId: number, publicId: string, secret: string, hint: string, at: number, previousUntil: Date, on: Sql = sql): Promise<EndpointRow | undefined> {
+  const [row] = await on.rows<EndpointRow>(ROTATE, [publicId, partnerId, previousUntil, seal(Buffer.from(secret)), hint, new Date(at)]);
   return row;
 }
 
-/** The secrets that sign at `at`: the current one, and the previous one within its 24 hours. */
-export function signingSecrets(row: { secret: Buffer; previous_secret: Buffer | null; previous_secret_until: Date | null }, at: number): string[] {
-  const secrets = [open(row.secret).toString('utf8')];
-  if (row.previous_secret && row.previous_secret_until && row.previous_secret_until.getTime() > at) secrets.push(open(row.previous_secret).toString('utf8'));
-  return secrets;
+export interface SealedSecrets {
+  secret: Buffer;
+  previous_secrets: { secret: string; until: string }[];
+}
+
+/** The secrets that sign at `at`: the current one, and each rotated-out one within its 24 hours. */
+export function signingSecrets(row: SealedSecrets, at: number): string[] {
+  const previous = row.previous_secrets.filter((p) => Date.parse(p.until) > at).map((p) => open(Buffer.from(p.secret, 'base64')).toString('utf8'));
+  return [open(row.secret).toString('utf8'), ...previous];
 }

@@ -8,7 +8,7 @@ import { dataConverter } from '../infra/payloadCodec';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
 import { ensureOutboxDispatcher } from '../workflows/outboxDispatcher.client';
-import { stopDispatching } from '../activities/outbox';
+import { dispatching } from '../activities/outbox';
 
 export interface RunningWorkers {
   workers: Worker[];
@@ -81,14 +81,18 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
   );
   // The reconciler's Schedule comes with the service's background workers, so every deployment has it.
   if (code === SERVICE_CODE && queues.includes('background')) await ensureReconcileSchedule(await temporal());
-  // Likewise the outbox dispatcher, with the workers that deliver webhooks.
-  if (code === SERVICE_CODE && queues.includes('webhooks')) await ensureOutboxDispatcher(await temporal());
+  // Likewise the outbox dispatcher's Schedule, with the workers that deliver webhooks.
+  const delivers = code === SERVICE_CODE && queues.includes('webhooks');
+  if (delivers) {
+    dispatching(true);
+    await ensureOutboxDispatcher(await temporal());
+  }
   const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
   return {
     workers,
     done,
     async shutdown() {
-      stopDispatching();
+      if (delivers) dispatching(false);
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await done;
     },

@@ -1,26 +1,34 @@
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import type { outboxDispatcher } from './outboxDispatcher';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { DISPATCH_EVERY_MS } from './timings';
 
-/** The dispatcher's one workflow id: visible (and restartable) under it in the Temporal UI. */
-export const DISPATCHER_ID = 'outbox-dispatcher';
+/** The dispatcher's Schedule: visible, pausable and triggerable under this id in the Temporal UI. */
+export const DISPATCHER_SCHEDULE_ID = 'outbox-dispatcher';
 const QUEUE: TaskQueue = 'webhooks';
 
 /**
- * Starts the dispatcher unless it runs: every worker that polls `webhooks` calls this at start, so a
- * deployment has it without a separate step, and a dispatcher that was terminated comes back with the
- * next worker.
+ * Creates the dispatcher's Schedule unless it exists, and starts its first run at once: every worker
+ * that polls `webhooks` calls this at start, so a deployment has it without a separate step. Each run
+ * lasts one interval; BUFFER_ONE starts the next as soon as it ends.
  */
 export async function ensureOutboxDispatcher(client: Client): Promise<void> {
   try {
-    await client.workflow.start<typeof outboxDispatcher>('outboxDispatcher', {
-      taskQueue: QUEUE,
-      workflowId: DISPATCHER_ID,
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-      typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'outbox_dispatcher' }],
+    await client.schedule.create({
+      scheduleId: DISPATCHER_SCHEDULE_ID,
+      spec: { intervals: [{ every: DISPATCH_EVERY_MS }] },
+      policies: { overlap: ScheduleOverlapPolicy.BUFFER_ONE },
+      state: { triggerImmediately: true },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'outboxDispatcher',
+        workflowId: DISPATCHER_SCHEDULE_ID,
+        taskQueue: QUEUE,
+        args: [],
+        workflowExecutionTimeout: DISPATCH_EVERY_MS * 10,
+        typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'outbox_dispatcher' }],
+      },
     });
   } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
   }
 }

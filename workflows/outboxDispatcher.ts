@@ -1,6 +1,6 @@
-import { continueAsNew, proxyActivities } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import { DISPATCH_PASS_MS } from './timings';
+import { DISPATCH_EVERY_MS, DISPATCH_PASS_MS } from './timings';
 
 /**
  * The outbox dispatcher's passes: each a long activity that fans new events out into deliveries and
@@ -8,16 +8,16 @@ import { DISPATCH_PASS_MS } from './timings';
  * pass is retried on another; both halves are idempotent, so nothing is lost or sent twice.
  */
 const { dispatchOutbox } = proxyActivities<typeof activities>({
-  startToCloseTimeout: DISPATCH_PASS_MS * 2,
+  startToCloseTimeout: DISPATCH_PASS_MS * 3,
   heartbeatTimeout: '10s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },
 });
 
-/** How many passes before the history starts afresh. */
-const PASSES_PER_RUN = 100;
-
-/** Runs forever, one instance (workflow id `outbox-dispatcher`), started by every worker that polls `webhooks`. */
+/**
+ * One run of the dispatcher: passes for the Schedule's interval. The Schedule (`outbox-dispatcher`,
+ * BUFFER_ONE) starts the next run as this one ends, so passes follow one another without a gap, and
+ * a run that was terminated or failed is replaced at the next tick.
+ */
 export async function outboxDispatcher(): Promise<void> {
-  for (let pass = 0; pass < PASSES_PER_RUN; pass++) await dispatchOutbox(DISPATCH_PASS_MS);
-  await continueAsNew<typeof outboxDispatcher>();
+  for (let pass = 0; pass < DISPATCH_EVERY_MS / DISPATCH_PASS_MS; pass++) await dispatchOutbox(DISPATCH_PASS_MS);
 }

@@ -49,13 +49,16 @@ export const RECONCILE_EVERY_MS = 60_000;
 export const RECONCILE_MIN_AGE_MS = 60_000;
 
 /**
- * A webhook delivery held back by its partner's rate asks again after a growing delay, at most this
- * long; a merchant counts as waiting (and keeps its fair share) for the window after it last asked,
- * so the window is longer than the longest hold.
+ * A webhook delivery held back by its partner's rate is told when its turn should come, and asks again
+ * then, or after this at the most (so its estimate is refreshed as the queue ahead of it changes).
  */
-export const MAX_HOLD_MS = 5_000;
-export const WAITING_MERCHANT_WINDOW_MS = 3 * MAX_HOLD_MS;
+export const MAX_HOLD_MS = 60_000;
 
-/** The outbox dispatcher's activity runs this long per call (heartbeating), looking for new events this often when idle. */
+/**
+ * The outbox dispatcher's Schedule starts a run this often (each run lasts as long), whose activity
+ * passes run this long each (heartbeating), looking for new events this often when idle: a pass is
+ * short so that a worker's shutdown hands it over quickly, a run long enough to keep its history small.
+ */
+export const DISPATCH_EVERY_MS = 60_000;
 export const DISPATCH_PASS_MS = 10_000;
 export const DISPATCH_IDLE_POLL_MS = 100;

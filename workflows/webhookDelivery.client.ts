@@ -1,40 +1,49 @@
-import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowStartOptions } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { webhookDelivery, WebhookDeliveryInput } from './webhookDelivery';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { startOnce } from './startOnce';
 
-/** How webhook delivery workflows are started: id (the delivery id), queue, search attributes. */
+/** How webhook delivery workflows are started: id, queue, search attributes. */
 export const WEBHOOK_QUEUE: TaskQueue = 'webhooks';
 
 export interface DeliveryStart {
   deliveryId: string;
+  /** Raised by each resend; each generation is a workflow of its own. */
+  generation: number;
   /** The merchant's workspace, so an operator can filter deliveries by it in the Temporal UI. */
   workspacePublicId: string;
   firstAttempt: number;
   retryDelaysMs: number[];
 }
 
-function options(s: DeliveryStart): WorkflowStartOptions<typeof webhookDelivery> {
-  const input: WebhookDeliveryInput = { deliveryId: s.deliveryId, firstAttempt: s.firstAttempt, retryDelaysMs: s.retryDelaysMs };
-  return {
+/**
+ * The delivery id, and for a resend the delivery id and its generation (`dlv_…-resend-2`): the query
+ * `WorkflowId STARTS_WITH "dlv_…"` finds every send of a delivery in the Temporal UI.
+ */
+export function deliveryWorkflowId(deliveryId: string, generation: number): string {
+  return generation === 0 ? deliveryId : `${deliveryId}-resend-${generation}`;
+}
+
+/** Starts one generation of a delivery, at most once however often asked (a dispatcher pass retried after a crash). */
+export async function startDelivery(client: Client, s: DeliveryStart): Promise<void> {
+  const input: WebhookDeliveryInput = { deliveryId: s.deliveryId, generation: s.generation, firstAttempt: s.firstAttempt, retryDelaysMs: s.retryDelaysMs };
+  await startOnce<typeof webhookDelivery>(client, 'webhookDelivery', {
     taskQueue: WEBHOOK_QUEUE,
-    workflowId: s.deliveryId,
+    workflowId: deliveryWorkflowId(s.deliveryId, s.generation),
     args: [input],
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.workspaceId, value: s.workspacePublicId },
       { key: SEARCH_ATTRIBUTES.kind, value: 'webhook_delivery' },
     ],
-  };
+  });
 }
 
-/**
- * Starts a pending delivery's workflow, or leaves the one running under its id alone (a dispatcher
- * retried after a crash). A closed one is started again: the delivery is pending only because it was
- * reopened for a resend, or because its last run was terminated before it finished.
- */
-export async function startDelivery(client: Client, s: DeliveryStart): Promise<void> {
+/** Whether the delivery's current generation has a workflow running (a resend of a pending delivery is refused while it has). */
+export async function deliveryRunning(client: Client, deliveryId: string, generation: number): Promise<boolean> {
   try {
-    await client.workflow.start<typeof webhookDelivery>('webhookDelivery', { ...options(s), workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'ALLOW_DUPLICATE' });
-  } catch (err) {
-    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    const { status } = await client.workflow.getHandle(deliveryWorkflowId(deliveryId, generation)).describe();
+    return status.name === 'RUNNING';
+  } catch {
+    return false;
   }
 }

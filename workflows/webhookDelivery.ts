@@ -1,17 +1,20 @@
 import { continueAsNew, proxyActivities, proxyLocalActivities, sleep, workflowInfo, type RetryPolicy } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import type { DeliveryStatus } from '../domain/webhooks';
-import { MAX_HOLD_MS } from './timings';
 
 export interface WebhookDeliveryInput {
   deliveryId: string;
-  /** The attempt number of the schedule's first attempt: 1, or after the attempts a resend follows. */
+  /** The delivery's generation this run sends (raised by each resend): a run of an older one stops. */
+  generation: number;
+  /** The attempt number of this run's first attempt: 1, or on from the attempts a resend follows. */
   firstAttempt: number;
   /** When attempts after the first come, in ms after the first (configuration: the spec's 60 s, 5 min, 30 min). */
   retryDelaysMs: number[];
-  /** Where a delivery that continued as new was: the schedule's next index and when its first attempt was. */
-  resume?: { index: number; firstAttemptAt: number };
+  /** Where a run that continued as new was. */
+  resume?: { index: number; made: number; firstAttemptAt?: number; notBefore: number };
 }
+
+/** How a run ended: the delivery's status, or `superseded` when a resend took the delivery over. */
+export type DeliveryOutcome = 'succeeded' | 'failed' | 'skipped' | 'superseded';
 
 /**
  * Bookkeeping and the POST itself. The POST never throws for the receiver's answer (the activity
@@ -22,24 +25,29 @@ const { attemptDelivery } = proxyActivities<typeof activities>({ startToCloseTim
 /** Admission is one Redis script: a local activity, so a held delivery costs its history one marker per ask. */
 const { admitDeliveryAttempt } = proxyLocalActivities<typeof activities>({ startToCloseTimeout: '10s', retry: BOOKKEEPING_RETRY });
 
+const FINAL = { delivered: 'succeeded', rejected: 'failed', skipped: 'skipped', superseded: 'superseded' } as const;
+
 /**
  * One delivery of one event to one endpoint: pending → succeeded | failed | skipped. Attempts come
  * immediately and then at the schedule's offsets from the first, as durable timers. A receiver's
- * Retry-After pushes the next attempt back, never past the schedule's last. Past the partner's
- * delivery rate an attempt is held back, asking again with growing delay, and is not counted.
+ * Retry-After moves the next attempt back; scheduled attempts it passes are not made, and none comes
+ * after the schedule's last. Past the partner's delivery rate an attempt is held back, told how long
+ * to wait for its turn, and is not counted.
  */
-export async function webhookDelivery(input: WebhookDeliveryInput): Promise<DeliveryStatus> {
+export async function webhookDelivery(input: WebhookDeliveryInput): Promise<DeliveryOutcome> {
   const offsets = [0, ...input.retryDelaysMs];
-  let firstAttemptAt = input.resume?.firstAttemptAt;
-  let notBefore = 0;
-  for (let index = input.resume?.index ?? 0; index < offsets.length; index++) {
+  const last = offsets.length - 1;
+  let { index, made, firstAttemptAt, notBefore } = input.resume ?? { index: 0, made: 0, firstAttemptAt: undefined, notBefore: 0 };
+  for (; index <= last; index++) {
     if (firstAttemptAt !== undefined) {
-      const due = Math.min(Math.max(firstAttemptAt + offsets[index], notBefore), firstAttemptAt + offsets[offsets.length - 1]);
+      while (index < last && firstAttemptAt + offsets[index + 1] <= notBefore) index++;
+      const due = Math.min(Math.max(firstAttemptAt + offsets[index], notBefore), firstAttemptAt + offsets[last]);
       await sleep(Math.max(0, due - Date.now()));
     }
     const heldMs = await holdBack(input.deliveryId);
-    if (heldMs === undefined) return continueAsNew<typeof webhookDelivery>({ ...input, resume: { index, firstAttemptAt: firstAttemptAt ?? Date.now() } });
-    const outcome = await attemptDelivery({ deliveryId: input.deliveryId, attempt: input.firstAttempt + index, last: index === offsets.length - 1, heldMs });
+    if (heldMs === undefined) return continueAsNew<typeof webhookDelivery>({ ...input, resume: { index, made, firstAttemptAt, notBefore } });
+    const outcome = await attemptDelivery({ deliveryId: input.deliveryId, generation: input.generation, attempt: input.firstAttempt + made, last: index === last, heldMs });
+    made++;
     firstAttemptAt ??= Date.now();
     if (outcome.kind !== 'retry') return FINAL[outcome.kind];
     notBefore = Date.now() + (outcome.retryAfterMs ?? 0);
@@ -48,17 +56,14 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Deli
   return 'failed';
 }
 
-const FINAL = { delivered: 'succeeded', rejected: 'failed', skipped: 'skipped' } as const;
-
 /** Waits until the partner's rate admits an attempt; how long it waited, or undefined when the history asks to continue as new first. */
 async function holdBack(deliveryId: string): Promise<number | undefined> {
   let heldMs = 0;
-  for (let holds = 0; ; holds++) {
+  for (;;) {
     const waitMs = await admitDeliveryAttempt(deliveryId);
     if (waitMs === 0) return heldMs;
     if (workflowInfo().continueAsNewSuggested) return undefined;
-    const wait = Math.min(MAX_HOLD_MS, Math.max(waitMs, 100 * 2 ** holds));
-    await sleep(wait);
-    heldMs += wait;
+    await sleep(waitMs);
+    heldMs += waitMs;
   }
 }

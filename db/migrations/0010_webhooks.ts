@@ -22,9 +22,11 @@ export const up: Migration = async ({ context }) => {
       created_by_key           bigint NOT NULL REFERENCES api_keys(id),
       secret                   bytea NOT NULL,
       secret_hint              text NOT NULL,
-      previous_secret          bytea,
-      previous_secret_until    timestamptz,
+      -- secrets rotated out and still signing: [{"secret": base64 of the sealed secret, "until": ISO 8601}]
+      previous_secrets         jsonb NOT NULL DEFAULT '[]',
+      -- the first failure after the last success (a gap without attempts ends the streak), and the last failure
       failing_since            timestamptz,
+      last_failed_at           timestamptz,
       disabled_reason          text,
       created_at               timestamptz NOT NULL DEFAULT now(),
       updated_at               timestamptz NOT NULL DEFAULT now(),
@@ -41,6 +43,8 @@ export const up: Migration = async ({ context }) => {
       workspace_id       bigint NOT NULL REFERENCES workspaces(id),
       event_type         text NOT NULL,
       status             text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'succeeded', 'failed', 'skipped')),
+      -- raised by every resend: a workflow run of an earlier generation makes no further attempt
+      generation         integer NOT NULL DEFAULT 0,
       attempts           integer NOT NULL DEFAULT 0,
       last_status_code   integer,
       last_latency_ms    integer,
@@ -52,7 +56,7 @@ export const up: Migration = async ({ context }) => {
       UNIQUE (event_id, endpoint_id)
     );
     CREATE INDEX webhook_deliveries_partner ON webhook_deliveries (partner_id, id);
-    CREATE INDEX webhook_deliveries_unstarted ON webhook_deliveries (id) WHERE NOT started;
+    CREATE INDEX webhook_deliveries_unstarted ON webhook_deliveries (workspace_id, id) WHERE NOT started;
     CREATE INDEX webhook_deliveries_endpoint_failed ON webhook_deliveries (endpoint_id, created_at) WHERE status IN ('failed', 'skipped');
 
     CREATE TABLE webhook_attempts (

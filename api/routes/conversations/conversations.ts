@@ -1,3 +1,4 @@
+import { mintTraceId } from '../../../domain/ids';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { conversationObject } from '../../../domain/conversations';
@@ -35,7 +36,7 @@ export function conversationsRoutes(router: Router<AppState>): void {
       const agent = body.agent ? await findAgentInWorkspace(workspace.id, body.agent) : null;
       if (agent === undefined) throw notFound('agent_not_found');
       const { conversation, created } = await transaction(async (tx) => {
-        const outbox = new Outbox(workspace, { requestId: ctx.state.requestId, traceId: '' });
+        const outbox = new Outbox(workspace, { requestId: ctx.state.requestId, traceId: (ctx.state.traceId ??= mintTraceId()) });
         const opened = await openConversation({ workspace, agent, channel: body.channel ?? '', externalRef: body.external_ref }, outbox, tx);
         await outbox.write(tx);
         return opened;

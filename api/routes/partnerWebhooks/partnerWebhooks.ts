@@ -6,10 +6,11 @@ import { permittedEvents } from '../../../domain/events';
 import { mintId } from '../../../domain/ids';
 import { deliveryObject, endpointObject, MAX_ENDPOINTS_PER_PARTNER, PREVIOUS_SECRET_VALID_MS } from '../../../domain/webhooks';
 import { mintSecret, secretHint } from '../../../domain/webhookSignatures';
-import { deliveryPage, findDelivery, reopenDeliveries } from '../../../db/webhookDeliveries';
+import { deliveryPage, findDelivery, reopenDeliveries, reopenStranded } from '../../../db/webhookDeliveries';
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint, type EndpointRow } from '../../../db/webhookEndpoints';
 import { checkTarget, TargetRefused } from '../../../infra/outboundTarget';
 import { temporal } from '../../../infra/temporalClient';
+import { deliveryRunning } from '../../../workflows/webhookDelivery.client';
 import { startRecovery } from '../../../workflows/webhookRecovery.client';
 import { listPage } from '../../listPage';
 import { authorize, partnerOf } from '../../middleware/auth';
@@ -108,7 +109,8 @@ export function partnerWebhooksRoutes(router: Router<AppState>): void {
     authorize({ ...writes, endpoint: 'webhook_endpoints_rotate' }),
     async (ctx) => {
       const secret = mintSecret();
-      const rotated = await rotateSecret(partnerOf(ctx.state.principal).id, ctx.state.input.params.id, secret, secretHint(secret), new Date(now() + PREVIOUS_SECRET_VALID_MS));
+      const at = now();
+      const rotated = await rotateSecret(partnerOf(ctx.state.principal).id, ctx.state.input.params.id, secret, secretHint(secret), at, new Date(at + PREVIOUS_SECRET_VALID_MS));
       if (!rotated) throw notFound('webhook_endpoint_not_found');
       ctx.body = endpointObject(rotated, secret);
     },
@@ -151,9 +153,12 @@ export function partnerWebhooksRoutes(router: Router<AppState>): void {
       if (!delivery) throw notFound('webhook_delivery_not_found');
       if (delivery.endpoint_status === 'deleted') throw new ServiceError('webhook_endpoint_disabled', 'The endpoint this delivery went to has been deleted.');
       if (delivery.endpoint_status !== 'active') throw new ServiceError('webhook_endpoint_disabled', 'The endpoint is disabled; re-enable it with PATCH {"status":"active"} first.');
-      // Pending and not started again: the dispatcher, the one starter of delivery workflows, starts it on its next pass.
-      const reopened = await reopenDeliveries([delivery.public_id]);
-      if (reopened.length === 0) throw new ServiceError('webhook_delivery_in_progress', 'This delivery is still being attempted; resend it once it has finished.');
+      // Reopened as a new generation, not started: the dispatcher, the one starter of delivery workflows,
+      // starts it on its next pass. A pending one is in progress, unless its workflow is gone (terminated).
+      const reopened = (await reopenDeliveries([delivery.public_id])).length === 1;
+      if (!reopened && ((await deliveryRunning(await temporal(), delivery.public_id, delivery.generation)) || !(await reopenStranded(delivery.public_id)))) {
+        throw new ServiceError('webhook_delivery_in_progress', 'This delivery is still being attempted; resend it once it has finished.');
+      }
       ctx.status = 202;
       ctx.body = deliveryObject((await findDelivery(partnerId, delivery.public_id))!);
     },
