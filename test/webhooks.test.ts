@@ -195,7 +195,7 @@ describe('partner webhook deliveries', () => {
       expect(d).toMatchObject({ status: 'succeeded', attempts: 2 });
       expect(receiver.at(e.path).map((r) => r.headers['x-service-attempt'])).toEqual(['1', '2']);
       // The resend is a workflow of its own: the delivery id and its generation.
-      expect((await client.workflow.getHandle(`${id}-resend-1`).describe()).status.name).toBe('COMPLETED');
+      expect(await client.workflow.getHandle(`${id}-resend-1`).result()).toBe('succeeded');
     } finally {
       await client.connection.close();
     }
