@@ -42,12 +42,15 @@ if (process.env.RECORD_HISTORIES) {
       await closeAll();
     });
 
-    async function record(name: string, runId: string): Promise<void> {
-      const handle = client.workflow.getHandle(runId);
-      await handle.result().catch(() => undefined);
+    /** The history so far (a workflow still running replays up to where it is). */
+    function save(name: string, workflowId: string): void {
       // The CLI's JSON is Temporal's own history format (the UI's download too), which historyFromJSON reads.
-      const json = execFileSync(TEMPORAL_CLI, ['workflow', 'show', '--workflow-id', runId, '--address', process.env.TEMPORAL_ADDRESS!, '--output', 'json']);
+      const json = execFileSync(TEMPORAL_CLI, ['workflow', 'show', '--workflow-id', workflowId, '--address', process.env.TEMPORAL_ADDRESS!, '--output', 'json']);
       writeFileSync(path.join(HISTORIES, `${name}.json`), json);
+    }
+    async function record(name: string, runId: string): Promise<void> {
+      await client.workflow.getHandle(runId).result().catch(() => undefined);
+      save(name, runId);
     }
     const respond = (key: string, body: Record<string, unknown>) => call(api.url, 'POST', '/api/v2/responses', { key, body });
     const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false };
@@ -139,6 +142,9 @@ if (process.env.RECORD_HISTORIES) {
         await record('webhook-delivery', (await list())[0].id);
         const recovery = await call(api.url, 'POST', `/api/v1/partner/webhooks/endpoints/${endpoint.id}/recover/`, { key, body: { since: new Date(Date.now() - 60_000).toISOString() } });
         await record('webhook-recovery', recovery.body.id);
+        // The dispatcher's run lasts a minute: its history so far, a few passes in.
+        const dispatcher = (await client.schedule.getHandle('outbox-dispatcher').describe()).info.recentActions.at(-1)!.action.workflow.workflowId;
+        save('outbox-dispatcher', dispatcher);
       } finally {
         receiver.close();
       }
@@ -152,7 +158,7 @@ if (process.env.RECORD_HISTORIES) {
 } else {
   it('replays every recorded run history against the current workflow code', async () => {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
-    expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {
