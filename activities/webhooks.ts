@@ -68,6 +68,7 @@ async function send(d: DeliveryForAttempt, attempt: number): Promise<Sent> {
 }
 
 const STATUS_AFTER: Record<AttemptVerdict['kind'], DeliveryStatus> = { delivered: 'succeeded', rejected: 'failed', retry: 'pending' };
+const RECORDED: Record<Exclude<DeliveryStatus, 'pending'>, AttemptOutcome> = { succeeded: { kind: 'delivered' }, failed: { kind: 'rejected' }, skipped: { kind: 'skipped' } };
 
 /**
  * One attempt: POSTs the event, signed, with a 5 s timeout, and records the attempt (status code,
@@ -77,7 +78,9 @@ const STATUS_AFTER: Record<AttemptVerdict['kind'], DeliveryStatus> = { delivered
 export async function attemptDelivery(a: { deliveryId: string; generation: number; attempt: number; last: boolean; heldMs: number }): Promise<AttemptOutcome> {
   const d = await deliveryForAttempt(a.deliveryId);
   if (!d) throw new Error(`delivery ${a.deliveryId} is not recorded`);
-  if (d.generation !== a.generation || d.status !== 'pending') return { kind: 'superseded' };
+  if (d.generation !== a.generation) return { kind: 'superseded' };
+  // Already recorded (this activity retried after its commit): the outcome it had.
+  if (d.status !== 'pending') return RECORDED[d.status];
   if (d.endpointDeleted || d.endpointStatus !== 'active') {
     await skipDelivery(d.publicId, d.generation);
     return { kind: 'skipped' };

@@ -75,17 +75,25 @@ export async function fanOutEvents(limit: number): Promise<number> {
   });
 }
 
-// Merchants take turns: each one's oldest unstarted delivery, then each one's second, and so on, over
-// every merchant with deliveries waiting (a few per merchant per pass, so a backlog cannot crowd the rest out).
+// Merchants take turns: each one's oldest unstarted delivery, then each one's second, and so on. The
+// merchants with unstarted deliveries are found by skipping through the index (one probe each), not
+// by reading every unstarted row; each contributes a few per pass, so a backlog cannot crowd out the rest.
 const UNSTARTED = statement(
-  `SELECT d.public_id AS "publicId", w.public_id AS "workspacePublicId", d.attempts, d.generation
-     FROM (SELECT DISTINCT workspace_id FROM webhook_deliveries WHERE NOT started AND status = 'pending') m
+  `WITH RECURSIVE merchants AS (
+     (SELECT workspace_id FROM webhook_deliveries WHERE NOT started AND status = 'pending' ORDER BY workspace_id LIMIT 1)
+     UNION ALL
+     SELECT (SELECT u.workspace_id FROM webhook_deliveries u WHERE NOT u.started AND u.status = 'pending' AND u.workspace_id > m.workspace_id ORDER BY u.workspace_id LIMIT 1)
+       FROM merchants m WHERE m.workspace_id IS NOT NULL
+   )
+   SELECT d.public_id AS "publicId", w.public_id AS "workspacePublicId", d.attempts, d.generation
+     FROM merchants m
      CROSS JOIN LATERAL (
-       SELECT x.*, row_number() OVER (ORDER BY x.id) AS turn FROM (
-         SELECT * FROM webhook_deliveries u WHERE u.workspace_id = m.workspace_id AND NOT u.started AND u.status = 'pending' ORDER BY u.id LIMIT $2
-       ) x
+       SELECT u.*, row_number() OVER (ORDER BY u.id) AS turn FROM (
+         SELECT * FROM webhook_deliveries x WHERE x.workspace_id = m.workspace_id AND NOT x.started AND x.status = 'pending' ORDER BY x.id LIMIT $2
+       ) u
      ) d
      JOIN workspaces w ON w.id = d.workspace_id
+    WHERE m.workspace_id IS NOT NULL
     ORDER BY d.turn, d.id LIMIT $1`,
 );
 const MARK_STARTED = statement('UPDATE webhook_deliveries SET started = true WHERE public_id = $1 AND generation = $2');
@@ -99,7 +107,7 @@ export interface DeliveryToStart {
 }
 
 /** Per merchant per pass: what one merchant's backlog may take of a pass before the others have had a turn. */
-const PER_MERCHANT = 50;
+const PER_MERCHANT = 100;
 
 /** Deliveries whose workflow has not been started yet, merchants taking turns. */
 export function unstartedDeliveries(limit: number, on: Sql = sql): Promise<DeliveryToStart[]> {
@@ -148,8 +156,10 @@ export async function deliveryForAttempt(publicId: string, on: Sql = sql): Promi
   return row;
 }
 
+// An attempt of a generation a resend has superseded meanwhile is not recorded: its number belongs to the new one.
 const INSERT_ATTEMPT = statement(
-  `INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, held_ms) VALUES ($1, $2, $3, $4, $5, $6)
+  `INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, held_ms)
+   SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1 AND generation = $7)
    ON CONFLICT (delivery_id, attempt) DO NOTHING`,
 );
 const RECORD_ON_DELIVERY = statement(
@@ -160,12 +170,13 @@ const RECORD_ON_DELIVERY = statement(
 );
 const ENDPOINT_SUCCEEDED = statement('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL');
 // A streak of failures starts at the first failure after a success, or after a gap with no failure
-// (an endpoint with little traffic is not judged on two failures days apart).
+// (an endpoint with little traffic is not judged on two failures days apart). Written at most once a
+// second: concurrent failing attempts do not all queue on the endpoint's row.
 const ENDPOINT_FAILED = statement(
   `UPDATE webhook_endpoints
       SET failing_since = CASE WHEN failing_since IS NULL OR last_failed_at < now() - make_interval(secs => $2) THEN now() ELSE failing_since END,
           last_failed_at = now()
-    WHERE id = $1`,
+    WHERE id = $1 AND (failing_since IS NULL OR last_failed_at IS NULL OR last_failed_at < now() - interval '1 second')`,
 );
 const DISABLE_FAILING = statement(
   `UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = 'every delivery attempt failed for ' || $2::int || ' s', updated_at = now()
@@ -200,7 +211,7 @@ export interface FailurePolicy {
  */
 export function recordAttempt(a: AttemptRecord, policy: FailurePolicy): Promise<boolean> {
   return transaction(async (tx) => {
-    await tx.rowCount(INSERT_ATTEMPT, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.heldMs]);
+    await tx.rowCount(INSERT_ATTEMPT, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.heldMs, a.generation]);
     await tx.rowCount(RECORD_ON_DELIVERY, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.status, a.generation]);
     if (a.delivered) {
       await tx.rowCount(ENDPOINT_SUCCEEDED, [a.endpointId]);
@@ -223,7 +234,7 @@ const REOPEN = statement(
     WHERE public_id = ANY($1::text[]) AND status <> 'pending' RETURNING public_id AS "publicId"`,
 );
 const REOPEN_STRANDED = statement(
-  `UPDATE webhook_deliveries SET started = false, generation = generation + 1 WHERE public_id = $1 AND status = 'pending' RETURNING public_id`,
+  `UPDATE webhook_deliveries SET started = false, generation = generation + 1 WHERE public_id = $1 AND status = 'pending' AND generation = $2 RETURNING public_id`,
 );
 
 /**
@@ -235,9 +246,12 @@ export async function reopenDeliveries(publicIds: string[], on: Sql = sql): Prom
   return (await on.rows<{ publicId: string }>(REOPEN, [publicIds])).map((r) => r.publicId);
 }
 
-/** A pending delivery with no workflow running (its run was terminated): started anew by the dispatcher. */
-export async function reopenStranded(publicId: string, on: Sql = sql): Promise<boolean> {
-  return (await on.rowCount(REOPEN_STRANDED, [publicId])) === 1;
+/**
+ * A pending delivery whose run of `generation` is not running (terminated): started anew by the
+ * dispatcher. False when another request reopened it first.
+ */
+export async function reopenStranded(publicId: string, generation: number, on: Sql = sql): Promise<boolean> {
+  return (await on.rowCount(REOPEN_STRANDED, [publicId, generation])) === 1;
 }
 
 const LIST_COLUMNS = `d.public_id, d.event_type, o.public_id AS event_id, e.public_id AS endpoint, w.public_id AS tenant, w.tenant_ref,

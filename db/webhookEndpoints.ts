@@ -1,5 +1,5 @@
 import { open, seal } from '../infra/encryption';
-import type { EndpointStatus, EndpointView } from '../domain/webhooks';
+import { MAX_PREVIOUS_SECRETS, type EndpointStatus, type EndpointView } from '../domain/webhooks';
 import { sql, statement, type Sql } from './sql';
 
 /**
@@ -35,10 +35,13 @@ const UPDATE = statement(
    RETURNING ${COLUMNS}`,
 );
 const DELETE = statement(`UPDATE webhook_endpoints SET deleted_at = now() WHERE public_id = $1 AND partner_id = $2 AND deleted_at IS NULL`);
-// The current secret joins those still signing (expired ones are dropped), until $3.
+// The current secret joins those still signing, until $3; expired ones are dropped, and beyond the
+// newest few so are the rest (each signs every delivery: a header must not grow without bound).
 const ROTATE = statement(
   `UPDATE webhook_endpoints
-      SET previous_secrets = (SELECT COALESCE(jsonb_agg(p), '[]'::jsonb) FROM jsonb_array_elements(previous_secrets) p WHERE (p->>'until')::timestamptz > $6)
+      SET previous_secrets = (SELECT COALESCE(jsonb_agg(p), '[]'::jsonb)
+                                FROM (SELECT p FROM jsonb_array_elements(previous_secrets) p WHERE (p->>'until')::timestamptz > $6
+                                       ORDER BY (p->>'until')::timestamptz DESC LIMIT ${MAX_PREVIOUS_SECRETS - 1}) kept)
                              || jsonb_build_array(jsonb_build_object('secret', encode(secret, 'base64'), 'until', $3::timestamptz)),
           secret = $4, secret_hint = $5, updated_at = now()
     WHERE public_id = $1 AND partner_id = $2 AND deleted_at IS NULL

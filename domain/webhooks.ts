@@ -14,8 +14,10 @@ export const DELIVERY_TIMEOUT_MS = 5_000;
 /** Of a receiver's answer only this much is kept, for the attempt's error. */
 export const MAX_ANSWER_BYTES = 1024;
 
-/** How long the previous secret keeps signing after a rotation (spec: 24 hours). */
+/** How long a secret rotated out keeps signing (spec: 24 hours). */
 export const PREVIOUS_SECRET_VALID_MS = 24 * 3600_000;
+/** At most this many rotated-out secrets sign beside the current one (the newest; rotating more often drops the oldest). */
+export const MAX_PREVIOUS_SECRETS = 5;
 
 export interface EndpointView {
   publicId: string;

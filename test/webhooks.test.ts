@@ -277,10 +277,11 @@ describe('partner webhook deliveries', () => {
     const order = all.map((r) => r.body.tenant);
     const lastQuiet = Math.max(...quiet.map((m) => order.lastIndexOf(m.publicId)));
     const noisyBefore = order.slice(0, lastQuiet).filter((t) => t === noisy.publicId).length;
-    // First come, first served would put the 6 quiet deliveries after all 40 noisy ones; taking turns,
-    // the quiet merchants are all served while most of the noisy merchant's still wait (10 to 13 of
-    // its deliveries went first in runs here: 5 before the quiet events existed, and the burst).
-    expect(noisyBefore).toBeLessThan(25);
+    // First come, first served would put the 6 quiet deliveries after all 40 noisy ones. Sharing the
+    // rate, the quiet merchants are all served while the noisy merchant still has a backlog: 18 to 22
+    // of its deliveries went first in runs here (about 12 before the quiet events reached the
+    // limiter: its one-second burst and its whole rate while it was alone).
+    expect(noisyBefore).toBeLessThan(30);
     // Held back, never failed: every delivery took exactly one attempt.
     expect(new Set(all.map((r) => r.headers['x-service-attempt']))).toEqual(new Set(['1']));
     const held = await rows<{ n: number; held: number }>(

@@ -86,6 +86,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
   if (delivers) {
     dispatching(true);
     await ensureOutboxDispatcher(await temporal());
+    // The Temporal runtime shuts the workers down on these signals; the dispatcher's pass ends with them.
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => dispatching(false));
   }
   const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
   return {

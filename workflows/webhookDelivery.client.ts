@@ -1,4 +1,4 @@
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { webhookDelivery, WebhookDeliveryInput } from './webhookDelivery';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
@@ -43,7 +43,8 @@ export async function deliveryRunning(client: Client, deliveryId: string, genera
   try {
     const { status } = await client.workflow.getHandle(deliveryWorkflowId(deliveryId, generation)).describe();
     return status.name === 'RUNNING';
-  } catch {
-    return false;
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return false;
+    throw err;
   }
 }

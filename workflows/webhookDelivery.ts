@@ -46,11 +46,12 @@ export async function webhookDelivery(input: WebhookDeliveryInput): Promise<Deli
     }
     const heldMs = await holdBack(input.deliveryId);
     if (heldMs === undefined) return continueAsNew<typeof webhookDelivery>({ ...input, resume: { index, made, firstAttemptAt, notBefore } });
+    const attemptedAt = Date.now();
     const outcome = await attemptDelivery({ deliveryId: input.deliveryId, generation: input.generation, attempt: input.firstAttempt + made, last: index === last, heldMs });
     made++;
-    firstAttemptAt ??= Date.now();
+    firstAttemptAt ??= attemptedAt;
     if (outcome.kind !== 'retry') return FINAL[outcome.kind];
-    notBefore = Date.now() + (outcome.retryAfterMs ?? 0);
+    if (outcome.retryAfterMs !== undefined) notBefore = Date.now() + outcome.retryAfterMs;
   }
   // The last attempt recorded the delivery as failed.
   return 'failed';

@@ -56,7 +56,7 @@ export const up: Migration = async ({ context }) => {
       UNIQUE (event_id, endpoint_id)
     );
     CREATE INDEX webhook_deliveries_partner ON webhook_deliveries (partner_id, id);
-    CREATE INDEX webhook_deliveries_unstarted ON webhook_deliveries (workspace_id, id) WHERE NOT started;
+    CREATE INDEX webhook_deliveries_unstarted ON webhook_deliveries (workspace_id, id) WHERE NOT started AND status = 'pending';
     CREATE INDEX webhook_deliveries_endpoint_failed ON webhook_deliveries (endpoint_id, created_at) WHERE status IN ('failed', 'skipped');
 
     CREATE TABLE webhook_attempts (

@@ -156,7 +156,7 @@ export function partnerWebhooksRoutes(router: Router<AppState>): void {
       // Reopened as a new generation, not started: the dispatcher, the one starter of delivery workflows,
       // starts it on its next pass. A pending one is in progress, unless its workflow is gone (terminated).
       const reopened = (await reopenDeliveries([delivery.public_id])).length === 1;
-      if (!reopened && ((await deliveryRunning(await temporal(), delivery.public_id, delivery.generation)) || !(await reopenStranded(delivery.public_id)))) {
+      if (!reopened && ((await deliveryRunning(await temporal(), delivery.public_id, delivery.generation)) || !(await reopenStranded(delivery.public_id, delivery.generation)))) {
         throw new ServiceError('webhook_delivery_in_progress', 'This delivery is still being attempted; resend it once it has finished.');
       }
       ctx.status = 202;
