@@ -1,0 +1,68 @@
+import { randomInt } from 'node:crypto';
+import { admitDelivery } from '../activities/deliveryRate';
+import { closeRedis, redis } from '../db/redis';
+
+afterAll(() => closeRedis());
+
+interface Admitted {
+  merchant: number;
+  at: number;
+}
+
+/** Deliveries that ask, sleep as told and ask again until admitted, as webhookDelivery's holdBack does. */
+async function deliver(partnerId: number, rate: number, merchant: number, count: number, admitted: Admitted[], t0: number): Promise<void> {
+  await Promise.all(
+    Array.from({ length: count }, async (_, i) => {
+      for (;;) {
+        const wait = await admitDelivery({ partnerId, merchantId: merchant, deliveryId: `d-${merchant}-${i}`, ratePerSecond: rate });
+        if (wait === 0) break;
+        await new Promise((r) => setTimeout(r, wait));
+      }
+      admitted.push({ merchant, at: Date.now() - t0 });
+    }),
+  );
+}
+
+const partner = () => 1_000_000 + randomInt(1_000_000);
+
+describe('the delivery rate (Redis, without Temporal)', () => {
+  it('never admits more than the rate and its one-second burst, and admits every merchant in the end', async () => {
+    const p = partner();
+    const admitted: Admitted[] = [];
+    const t0 = Date.now();
+    await Promise.all(Array.from({ length: 60 }, (_, m) => deliver(p, 50, m, 4, admitted, t0)));
+    expect(admitted).toHaveLength(240);
+    const perSecond = new Map<number, number>();
+    for (const a of admitted) perSecond.set(Math.floor(a.at / 1000), (perSecond.get(Math.floor(a.at / 1000)) ?? 0) + 1);
+    expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(100);
+  });
+
+  it('serves a merchant that arrives beside a backlog before the backlog is through', async () => {
+    const p = partner();
+    const admitted: Admitted[] = [];
+    const t0 = Date.now();
+    const backlog = deliver(p, 20, 1, 60, admitted, t0);
+    while (admitted.length < 25) await new Promise((r) => setTimeout(r, 5));
+    await Promise.all([backlog, deliver(p, 20, 2, 4, admitted, t0)]);
+    const order = admitted.map((a) => a.merchant);
+    // First come, first served would admit the newcomer's 4 after all 60 of the backlog.
+    expect(order.slice(0, order.lastIndexOf(2)).filter((m) => m === 1).length).toBeLessThan(40);
+  });
+
+  it('forgets any number of deliveries that never came back, a bounded number per ask, without failing', async () => {
+    const p = partner();
+    const queue = `whrate:{${p}}:queue:7`;
+    const stale = Array.from({ length: 9000 }, (_, i) => `gone-${i}`);
+    // Held deliveries whose time to come back passed long ago (their workflows were terminated).
+    for (let i = 0; i < stale.length; i += 1000) {
+      const slice = stale.slice(i, i + 1000);
+      await redis().zadd(queue, ...slice.flatMap((d) => [1, d]));
+      await redis().zadd(`${queue}:due`, ...slice.flatMap((d) => [1, d]));
+    }
+    await redis().zadd(`whrate:{${p}}:waiting`, 1, '7');
+    // More than Lua can unpack at once: cleaned a slice per ask, and the ask is answered each time.
+    // (A failing script would hold each ask back and clean nothing.)
+    for (let i = 0; i < 50; i++) await admitDelivery({ partnerId: p, merchantId: 7, deliveryId: `new-${i}`, ratePerSecond: 10 });
+    expect(await redis().zcard(queue)).toBeLessThan(100);
+  });
+});
