@@ -1,8 +1,8 @@
-import { mintTraceId } from '../../../domain/ids';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { conversationObject } from '../../../domain/conversations';
 import { invalidRequest, ServiceError } from '../../../domain/errors';
+import { mintTraceId } from '../../../domain/ids';
 import { findAgentInWorkspace } from '../../../db/agents';
 import { findPublicConversation, openConversation, type ConversationRecord } from '../../../db/conversations';
 import { messagePage } from '../../../db/messages';
