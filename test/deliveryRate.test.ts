@@ -45,8 +45,10 @@ describe('the delivery rate (Redis, without Temporal)', () => {
     while (admitted.length < 25) await new Promise((r) => setTimeout(r, 5));
     await Promise.all([backlog, deliver(p, 20, 2, 4, admitted, t0)]);
     const order = admitted.map((a) => a.merchant);
-    // First come, first served would admit the newcomer's 4 after all 60 of the backlog.
-    expect(order.slice(0, order.lastIndexOf(2)).filter((m) => m === 1).length).toBeLessThan(40);
+    // First come, first served would admit the newcomer's 4 after all 60 of the backlog; sharing the
+    // rate, they go while the backlog is still being worked through (a handful of it alongside on an
+    // idle machine; timers run late on a loaded one, so the bound is loose).
+    expect(order.slice(0, order.lastIndexOf(2)).filter((m) => m === 1).length).toBeLessThan(55);
   });
 
   it('forgets any number of deliveries that never came back, a bounded number per ask, without failing', async () => {
