@@ -14,6 +14,7 @@ import { knowledgeRoutes } from './routes/knowledge/knowledge';
 import { reportsRoutes } from './routes/reports/reports';
 import { healthRoutes } from './routes/health/health';
 import { logsRoutes } from './routes/logs/logs';
+import { metricsRoutes } from './routes/metrics/metrics';
 import { responsesRoutes } from './routes/responses/responses';
 import { runsRoutes } from './routes/runs/runs';
 import { partnerWebhooksRoutes } from './routes/partnerWebhooks/partnerWebhooks';
@@ -29,6 +30,7 @@ export function createApp(): Koa<AppState> {
   app.maxIpsCount = 1;
   const router = new Router<AppState>();
   healthRoutes(router);
+  metricsRoutes(router);
   responsesRoutes(router);
   agentsRoutes(router);
   conversationsRoutes(router);

@@ -13,6 +13,7 @@ import { relayRunEvents } from './streaming';
 import { temporal } from '../infra/temporalClient';
 import type { ExecutionRequest } from './validation/runtimeInput';
 import { planRun, type ExecutionTarget, type RunRequester } from './planRun';
+import { runAnswers } from '../infra/metrics';
 
 export type { ExecutionTarget } from './planRun';
 
@@ -25,6 +26,7 @@ export function requesterOf(state: AppState): RunRequester {
 
 function respond(ctx: Ctx, outcome: RunOutcome): void {
   ctx.state.runId = outcome.run.id;
+  runAnswers.inc({ status: outcome.run.status });
   if (!outcome.error) {
     ctx.status = 200;
     ctx.body = outcome.run;

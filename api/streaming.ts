@@ -8,6 +8,7 @@ import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS 
 import { redis } from '../db/redis';
 import { isShuttingDown, onShutdown } from './shutdown';
 import type { AppState } from './state';
+import { openStreams } from '../infra/metrics';
 
 /** How long a read blocks in Redis before the loop looks at the run's outcome again. */
 const BLOCK_MS = 1000;
@@ -48,6 +49,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     'X-Request-Id': o.requestId,
   });
   res.socket?.setNoDelay(true);
+  openStreams.inc();
   let closed = false;
   let terminal = false;
   // This instance is shutting down: the stream ends, the run goes on, the client resumes elsewhere.
@@ -104,6 +106,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
       }
     }
   } finally {
+    openStreams.dec();
     unregister();
     clearInterval(keepAlive);
     reader?.disconnect();

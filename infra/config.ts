@@ -67,6 +67,8 @@ export interface Config {
   authFailureLimit: number;
   /** `kid:base64key,…` (the first encrypts); unset: a development key derived from SIGNING_SECRET. */
   payloadEncryptionKeys: string | undefined;
+  /** The bearer token GET /metrics requires; unset, it is open (keep it off the public listener). */
+  metricsToken: string | undefined;
   /** The bearer token the codec endpoint requires; unset, the endpoint is off. */
   codecOperatorToken: string | undefined;
   /** How long a stateless run's event stream is kept after its terminal event. */
@@ -119,6 +121,7 @@ export function loadConfig(): Config {
     authFailureLimit: int('AUTH_FAILURE_LIMIT', 60),
     payloadEncryptionKeys: process.env.PAYLOAD_ENCRYPTION_KEYS || undefined,
     codecOperatorToken: process.env.CODEC_OPERATOR_TOKEN || undefined,
+    metricsToken: process.env.METRICS_TOKEN || undefined,
     statelessStreamTtlS: int('STATELESS_STREAM_TTL_S', 300),
     codecAllowedOrigins: str('CODEC_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     documents: {

@@ -5,6 +5,7 @@ import { logger } from '../../infra/logger';
 import { claim, fingerprintOf, type StoredResponse } from '../idempotency';
 import type { AppState } from '../state';
 import { renderFailure } from './errorEnvelope';
+import { idempotentReplays } from '../../infra/metrics';
 
 /** Spec: an Idempotency-Key is at most 255 characters. */
 export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
@@ -61,6 +62,7 @@ function send(ctx: Ctx, response: StoredResponse): void {
 
 function replay(ctx: Ctx, response: StoredResponse, marker: string): void {
   if (response.runId) ctx.state.runId = response.runId;
+  idempotentReplays.inc({ endpoint: ctx.state.endpoint ?? 'unknown' });
   send(ctx, response);
   ctx.set(marker, 'true');
 }
@@ -92,6 +94,7 @@ export function idempotent(marker: ReplayMarker): Middleware<AppState> {
     if (decision.outcome === 'replay') {
       if (decision.response.kind === 'body') return replay(ctx, decision.response, marker);
       // A streamed answer was not stored: it is replayed by following what it began (the run's events) again.
+      idempotentReplays.inc({ endpoint: ctx.state.endpoint ?? 'unknown' });
       ctx.set(marker, 'true');
       ctx.state.recovery = { resumed: decision.response.runId ?? undefined, begin: () => Promise.reject(new Error('a replayed request begins nothing')) };
       return next();

@@ -1,6 +1,7 @@
 import { ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
 import { rateLimiter, type RateLimitSubject } from '../rateLimiter';
+import { rateLimited } from '../../infra/metrics';
 
 /**
  * Counts one call against every rate-limit dimension its subject has, or refuses it with 429 and
@@ -18,6 +19,7 @@ export async function enforceRateLimit(subject: RateLimitSubject, requestId: str
     throw new ServiceError('service_unavailable', 'Rate limiting is temporarily unavailable, so the request was not run; retry shortly.');
   }
   if (!decision.allowed) {
+    rateLimited.inc({ dimension: decision.dimension });
     throw new ServiceError(
       'rate_limited',
       `Rate limit reached: ${decision.limit} requests per ${decision.windowSeconds} seconds for this ${decision.dimension.replace('_', ' + ')}; retry after the window ends.`,

@@ -1,0 +1,50 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * The API process's Prometheus metrics, served at GET /metrics: one registry, each metric declared
+ * once here and counted where its event happens. Labels are bounded (route templates, not paths).
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'aes_api_' });
+
+export const httpRequests = new Counter({
+  name: 'aes_http_requests_total',
+  help: 'HTTP requests answered, by method, route template and status code.',
+  labelNames: ['method', 'route', 'code'] as const,
+  registers: [registry],
+});
+
+export const httpDuration = new Histogram({
+  name: 'aes_http_request_duration_seconds',
+  help: 'Time to answer an HTTP request (a stream: until it ends), by method, route template and status code.',
+  labelNames: ['method', 'route', 'code'] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120],
+  registers: [registry],
+});
+
+export const runAnswers = new Counter({
+  name: 'aes_run_answers_total',
+  help: 'Runs the API answered with JSON (not streamed), by the status they were in when answered.',
+  labelNames: ['status'] as const,
+  registers: [registry],
+});
+
+export const openStreams = new Gauge({
+  name: 'aes_sse_open_streams',
+  help: 'Event streams this instance is relaying now.',
+  registers: [registry],
+});
+
+export const idempotentReplays = new Counter({
+  name: 'aes_idempotent_replays_total',
+  help: 'Requests answered from an earlier request with the same Idempotency-Key, by endpoint.',
+  labelNames: ['endpoint'] as const,
+  registers: [registry],
+});
+
+export const rateLimited = new Counter({
+  name: 'aes_rate_limited_total',
+  help: 'Requests refused with 429, by the rate-limit dimension that refused them.',
+  labelNames: ['dimension'] as const,
+  registers: [registry],
+});

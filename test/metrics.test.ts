@@ -1,0 +1,68 @@
+import { resetConfig } from '../infra/config';
+import { call, scriptModel, tenant, useApi } from './support/stack';
+import { frames, openStream } from './support/sse';
+
+const api = useApi();
+
+/** One sample's value from the exposition text, or 0 when the series is absent. */
+async function sample(series: string, headers: Record<string, string> = {}): Promise<number> {
+  const res = await fetch(`${api.url}/metrics`, { headers });
+  const line = (await res.text()).split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
+describe('GET /metrics', () => {
+  it('counts requests by route template and code, runs by status, replays, open streams and 429s by dimension', async () => {
+    const t = await tenant();
+    const route = (code: number) => `aes_http_requests_total{method="POST",route="/api/v2/responses",code="${code}"}`;
+    const before = { ok: await sample(route(200)), completed: await sample('aes_run_answers_total{status="completed"}'), replays: await sample('aes_idempotent_replays_total{endpoint="responses"}') };
+
+    const headers = { 'Idempotency-Key': `metrics-${t.workspace}` };
+    expect((await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' }, headers })).status).toBe(200);
+    expect((await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' }, headers })).headers.get('idempotency-replayed')).toBe('true');
+    expect(await sample(route(200))).toBe(before.ok + 2);
+    expect(await sample('aes_run_answers_total{status="completed"}')).toBe(before.completed + 1);
+    expect(await sample('aes_idempotent_replays_total{endpoint="responses"}')).toBe(before.replays + 1);
+    // A path no route has is counted as `unmatched`, never under its own (a prober's) path.
+    await call(api.url, 'GET', `/no/such/${t.workspace}`);
+    expect(await (await fetch(`${api.url}/metrics`)).text()).not.toContain(t.workspace);
+
+    // An event stream is open while it is relayed.
+    await scriptModel(t.model, [{ chunks: ['slow ', 'answer'], chunkDelayMs: 1500 }]);
+    const stream = frames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true }));
+    await stream.next();
+    expect(await sample('aes_sse_open_streams')).toBe(1);
+    for await (const frame of stream) void frame;
+    expect(await sample('aes_sse_open_streams')).toBe(0);
+
+    // Past a limit: the 429 is counted under the dimension that refused it.
+    const limited = await tenant();
+    process.env.RATE_LIMIT_CREDENTIAL = '1';
+    resetConfig();
+    try {
+      await call(api.url, 'POST', '/api/v2/responses', { key: limited.key, body: { agent: limited.agent, input: 'hi' } });
+      const before429 = await sample('aes_rate_limited_total{dimension="credential"}');
+      expect((await call(api.url, 'POST', '/api/v2/responses', { key: limited.key, body: { agent: limited.agent, input: 'hi' } })).status).toBe(429);
+      expect(await sample('aes_rate_limited_total{dimension="credential"}')).toBe(before429 + 1);
+    } finally {
+      delete process.env.RATE_LIMIT_CREDENTIAL;
+      resetConfig();
+    }
+  });
+
+  it('asks for METRICS_TOKEN when one is set', async () => {
+    process.env.METRICS_TOKEN = 'scrape-me';
+    resetConfig();
+    try {
+      expect((await fetch(`${api.url}/metrics`)).status).toBe(401);
+      expect((await fetch(`${api.url}/metrics`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
+      const ok = await fetch(`${api.url}/metrics`, { headers: { authorization: 'Bearer scrape-me' } });
+      expect(ok.status).toBe(200);
+      expect(ok.headers.get('content-type')).toContain('text/plain');
+      expect(await ok.text()).toContain('aes_api_process_cpu_user_seconds_total');
+    } finally {
+      delete process.env.METRICS_TOKEN;
+      resetConfig();
+    }
+  });
+});
