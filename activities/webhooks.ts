@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import { LRUCache } from 'lru-cache';
 import { now } from '../domain/clock';
 import { DELIVERY_TIMEOUT_MS, judgeAnswer, MAX_ANSWER_BYTES, type AttemptVerdict, type DeliveryStatus } from '../domain/webhooks';
@@ -91,6 +92,7 @@ export async function attemptDelivery(a: { deliveryId: string; generation: numbe
     { deliveryId: d.id, endpointId: d.endpointId, generation: d.generation, attempt: a.attempt, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, heldMs: a.heldMs, delivered: sent.verdict.kind === 'delivered', status },
     failurePolicy(),
   );
+  Context.current().metricMeter.createCounter('aes_webhook_attempts', 'attempts', 'Webhook delivery attempts, by outcome (delivered, rejected, retry).').add(1, { outcome: sent.verdict.kind });
   if (disabled) logger.warn({ endpoint: d.endpointPublicId, delivery: d.publicId }, 'webhook endpoint disabled: every attempt failed for the configured period');
   return sent.verdict;
 }

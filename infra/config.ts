@@ -67,6 +67,8 @@ export interface Config {
   authFailureLimit: number;
   /** `kid:base64key,…` (the first encrypts); unset: a development key derived from SIGNING_SECRET. */
   payloadEncryptionKeys: string | undefined;
+  /** Where a worker serves its Prometheus metrics (Temporal's SDK metrics and the activities'); unset, nowhere. */
+  workerMetricsPort: number | undefined;
   /** The bearer token GET /metrics requires; unset, it is open (keep it off the public listener). */
   metricsToken: string | undefined;
   /** The bearer token the codec endpoint requires; unset, the endpoint is off. */
@@ -122,6 +124,7 @@ export function loadConfig(): Config {
     payloadEncryptionKeys: process.env.PAYLOAD_ENCRYPTION_KEYS || undefined,
     codecOperatorToken: process.env.CODEC_OPERATOR_TOKEN || undefined,
     metricsToken: process.env.METRICS_TOKEN || undefined,
+    workerMetricsPort: process.env.WORKER_METRICS_PORT ? int('WORKER_METRICS_PORT', 0) : undefined,
     statelessStreamTtlS: int('STATELESS_STREAM_TTL_S', 300),
     codecAllowedOrigins: str('CODEC_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     documents: {

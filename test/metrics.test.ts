@@ -1,5 +1,8 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as admin from '../admin/commands';
 import { resetConfig } from '../infra/config';
-import { call, scriptModel, tenant, useApi } from './support/stack';
+import { call, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream } from './support/sse';
 
 const api = useApi();
@@ -63,6 +66,32 @@ describe('GET /metrics', () => {
     } finally {
       delete process.env.METRICS_TOKEN;
       resetConfig();
+    }
+  });
+});
+
+describe("the worker's metrics", () => {
+  it("serve Temporal's SDK metrics and webhook attempts by outcome on WORKER_METRICS_PORT", async () => {
+    const receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const partner = await admin.createPartner({ name: 'metrics' });
+      const key = (await admin.createPartnerKey({ partner: partner.id, scopes: 'webhooks:write,agents:read' })).key;
+      const ws = await admin.createWorkspace({ name: 'm', credits: 1_000_000, partner: partner.id, tenantRef: `m-${partner.id}` });
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      expect((await call(api.url, 'POST', '/api/v1/partner/webhooks/endpoints/', { key, body: { url, enabled_events: ['agent.run.completed'] } })).status).toBe(201);
+      const runKey = (await admin.createWorkspaceKey({ workspace: ws.id, scopes: 'responses:create' })).key;
+      const agent = await admin.createAgent({ workspace: ws.id, name: 'a' });
+      expect((await call(api.url, 'POST', '/api/v2/responses', { key: runKey, body: { agent: agent.id, input: 'hi' } })).status).toBe(200);
+      // The exporter refreshes about once a second.
+      const text = await until(async () => {
+        const body = await (await fetch(process.env.TEST_WORKER_METRICS_URL!)).text();
+        return /aes_webhook_attempts_total\{[^}]*outcome="delivered"/.test(body) ? body : undefined;
+      }, 'a delivered webhook attempt in the worker metrics');
+      expect(text).toMatch(/temporal_activity_schedule_to_start_latency_bucket\{[^}]*task_queue="webhooks"/);
+      expect(text).toMatch(/temporal_worker_task_slots_available\{[^}]*task_queue="agent-runs"/);
+    } finally {
+      receiver.close();
     }
   });
 });

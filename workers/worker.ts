@@ -27,12 +27,20 @@ const MAX_CACHED_WORKFLOWS = 100;
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
 
-/** Routes the SDK's own log lines into the service's JSON logs, at warning level and above (once per process). */
+/**
+ * Routes the SDK's own log lines into the service's JSON logs, at warning level and above, and with
+ * WORKER_METRICS_PORT set serves the SDK's metrics (schedule-to-start latency per queue, free slots,
+ * …) and the activities' own (webhook attempts by outcome) for Prometheus on that port (once per process).
+ */
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
+  const port = config().workerMetricsPort;
   Runtime.install({
     logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message)),
+    ...(port !== undefined && {
+      telemetryOptions: { metrics: { prometheus: { bindAddress: `0.0.0.0:${port}`, countersTotalSuffix: true, useSecondsForDurations: true } } },
+    }),
   });
 }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { startDevServer } from '../../workers/temporalDevServer';
+import { freePort, startDevServer } from '../../workers/temporalDevServer';
 import { StubProvider } from './stubProvider';
 import { startS3Server } from './s3Server';
 import type { StackHandles } from './globalTeardown';
@@ -36,7 +36,14 @@ export default async function globalSetup(): Promise<void> {
   const { migrate } = await import('../../db/migrate');
   await migrate();
   const { startWorkers } = await import('../../workers/worker');
+  // This worker serves its metrics on a port of its own; test files (which start workers of their
+  // own) do not inherit the variable, only where to scrape.
+  const metricsPort = await freePort();
+  process.env.WORKER_METRICS_PORT = String(metricsPort);
+  (await import('../../infra/config')).resetConfig();
   const workers = await startWorkers(['agent-runs', 'background', 'webhooks']);
+  delete process.env.WORKER_METRICS_PORT;
+  process.env.TEST_WORKER_METRICS_URL = `http://127.0.0.1:${metricsPort}/metrics`;
   const handles: StackHandles = { temporal: temporal.process, s3, stub, workers, database };
   (globalThis as { __stack?: StackHandles }).__stack = handles;
 }
