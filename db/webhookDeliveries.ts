@@ -274,7 +274,6 @@ const FIND = statement(
      FROM ${LIST_FROM} WHERE d.public_id = $1 AND d.partner_id = $2`,
 );
 
-export type DeliveryRow = DeliveryView;
 
 export interface DeliveryFilters {
   status?: string;
@@ -284,16 +283,16 @@ export interface DeliveryFilters {
 }
 
 /** Up to `limit` of the partner's deliveries, newest first, after `after`; undefined when `after` is not the partner's. */
-export async function deliveryPage(partnerId: number, after: string | undefined, limit: number, f: DeliveryFilters, on: Sql = sql): Promise<DeliveryRow[] | undefined> {
+export async function deliveryPage(partnerId: number, after: string | undefined, limit: number, f: DeliveryFilters, on: Sql = sql): Promise<DeliveryView[] | undefined> {
   const before = await pageStart(ANCHOR, partnerId, after, on);
   return before === undefined
     ? undefined
-    : on.rows<DeliveryRow>(PAGE, [partnerId, before, limit, f.status ?? null, f.eventType ?? null, f.tenantRef ?? null, f.endpoint ?? null]);
+    : on.rows<DeliveryView>(PAGE, [partnerId, before, limit, f.status ?? null, f.eventType ?? null, f.tenantRef ?? null, f.endpoint ?? null]);
 }
 
 /** The partner's delivery, with its endpoint's status (`deleted` too); undefined for a missing one and another partner's alike. */
-export async function findDelivery(partnerId: number, publicId: string, on: Sql = sql): Promise<(DeliveryRow & { generation: number; endpoint_status: string }) | undefined> {
-  const [row] = await on.rows<DeliveryRow & { generation: number; endpoint_status: string }>(FIND, [publicId, partnerId]);
+export async function findDelivery(partnerId: number, publicId: string, on: Sql = sql): Promise<(DeliveryView & { generation: number; endpoint_status: string }) | undefined> {
+  const [row] = await on.rows<DeliveryView & { generation: number; endpoint_status: string }>(FIND, [publicId, partnerId]);
   return row;
 }
 
