@@ -274,7 +274,6 @@ const FIND = statement(
      FROM ${LIST_FROM} WHERE d.public_id = $1 AND d.partner_id = $2`,
 );
 
-
 export interface DeliveryFilters {
   status?: string;
   eventType?: string;
