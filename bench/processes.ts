@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../workers/temporalDevServer';
+import { PROJECT_ROOT } from '../infra/projectRoot';
 
 const STOP_GRACE_MS = 5000;
 /** Where the children's output goes: the service logs at its production level, and the bench keeps it. */

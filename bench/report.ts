@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../workers/temporalDevServer';
+import { PROJECT_ROOT } from '../infra/projectRoot';
 import type { Summary } from './load';
 import { AUTH_GET_PATH } from './operations';
 import type { PhaseUsage } from './processes';

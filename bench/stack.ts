@@ -6,7 +6,8 @@ import { createAgent, createWorkspace, createWorkspaceKey } from '../admin/comma
 import { temporal } from '../infra/temporalClient';
 import { migrate } from '../db/migrate';
 import { closeDb } from '../db/sequelize';
-import { answers, freePort, PROJECT_ROOT, startDevServer } from '../workers/temporalDevServer';
+import { PROJECT_ROOT } from '../infra/projectRoot';
+import { answers, freePort, startDevServer } from '../workers/temporalDevServer';
 import { Children, ProcessSampler, waitFor } from './processes';
 import { BenchStub } from './stubProvider';
 

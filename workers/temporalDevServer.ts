@@ -1,15 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import path from 'node:path';
-
-/** The project root, whether this runs from source (workers/) or compiled (dist/workers/). */
-export const PROJECT_ROOT = (() => {
-  for (let dir = __dirname; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'package.json'))) return dir;
-    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${__dirname}`);
-  }
-})();
+import { PROJECT_ROOT } from '../infra/projectRoot';
 
 /** The Temporal CLI that workers/setup.sh installs from PyPI. */
 export const TEMPORAL_CLI = path.join(PROJECT_ROOT, '.tools/bin/temporal');

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { answers, freePort, PROJECT_ROOT } from '../../workers/temporalDevServer';
+import { PROJECT_ROOT } from '../../infra/projectRoot';
+import { answers, freePort } from '../../workers/temporalDevServer';
 
 /** The S3-compatible server workers/setup.sh installs from PyPI (moto's server mode). */
 const MOTO_SERVER = path.join(PROJECT_ROOT, '.tools/bin/moto_server');
