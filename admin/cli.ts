@@ -21,6 +21,7 @@ const USAGE = `usage: admin <command> [options]
   agent update --agent ID --config FILE
   agent publish --agent ID
   agent set-status --agent ID --status S
+  member create --workspace ID --email E [--role owner|developer|viewer]   (prints a one-time set-up link for the dashboard)
   job watch --job ID   (a progress bar on stderr until the job ends; its record on stdout)`;
 
 const OPTIONS = {
@@ -40,6 +41,8 @@ const OPTIONS = {
   config: { type: 'string' },
   job: { type: 'string' },
   'webhook-rate': { type: 'string' },
+  email: { type: 'string' },
+  role: { type: 'string' },
 } as const;
 
 type Values = Partial<Record<keyof typeof OPTIONS, string>>;
@@ -74,6 +77,9 @@ async function run(argv: string[]): Promise<unknown> {
     case 'key revoke':
       required(v, 'id');
       return admin.revokeKey({ id: v.id! });
+    case 'member create':
+      required(v, 'workspace', 'email');
+      return admin.createMember({ workspace: v.workspace!, email: v.email!, role: v.role });
     case 'partner create':
       required(v, 'name');
       return admin.createPartner({ name: v.name!, webhookRate: v['webhook-rate'] });

@@ -7,6 +7,9 @@ import { insertKey, revokeKey as writeRevocation } from '../db/apiKeys';
 import { findPartner, insertPartner } from '../db/partners';
 import { creditWorkspace as addCredits, findWorkspace, insertWorkspace } from '../db/workspaces';
 import { parseAgentConfig } from '../api/validation/agentConfig';
+import { ROLES, SETUP_TTL_MS, isRole, secretToken, tokenHash } from '../domain/members';
+import { insertMember } from '../db/members';
+import { config } from '../infra/config';
 
 /** A refusal the CLI prints as an error object and exits non-zero on. */
 export class AdminError extends Error {}
@@ -131,6 +134,20 @@ export async function setAgentStatus(o: { agent: string; status: string }) {
   const next = status(o.status);
   await writeAgentStatus(agent.id, next);
   return { id: agent.publicId, status: next };
+}
+
+/** A dashboard member; they choose their password at the printed link, once, within a day. */
+export async function createMember(o: { workspace: string; email: string; role?: string }) {
+  const workspace = await workspaceById(o.workspace);
+  const role = o.role ?? 'owner';
+  if (!isRole(role)) throw new AdminError(`--role must be one of ${ROLES.join(', ')}`);
+  if (!/^[^\s@]+@[^\s@]+$/.test(o.email)) throw new AdminError('--email must be an email address');
+  const setupToken = secretToken();
+  const setupExpiresAt = new Date(Date.now() + SETUP_TTL_MS);
+  const member = await insertMember({ publicId: mintId('member'), workspaceId: workspace.id, email: o.email, role, setupTokenHash: tokenHash(setupToken), setupExpiresAt });
+  if (!member) throw new AdminError(`a member with the email ${o.email} already exists`);
+  const setupUrl = new URL(`/dashboard/setup?token=${setupToken}`, config().publicBaseUrl).href;
+  return { id: member.publicId, workspace: workspace.publicId, email: member.email, role: member.role, setup_url: setupUrl, setup_expires_at: setupExpiresAt.toISOString() };
 }
 
 /** The whole scope registry (DESIGN.md §3), `ops:` ones included, so clients can grant scopes without guessing names. */

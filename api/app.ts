@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import Router from '@koa/router';
+import { dashboardRouter } from './dashboard/dashboard';
 import { errorEnvelope } from './middleware/errorEnvelope';
 import { jsonBody } from './middleware/jsonBody';
 import { requestContext } from './middleware/requestContext';
@@ -50,6 +51,8 @@ export function createApp(): Koa<AppState> {
   app.use(requestContext);
   app.use(errorEnvelope);
   app.use(rawBodyRouter.routes());
+  // The dashboard's pages post forms, not JSON: routed before the JSON body parser too.
+  app.use(dashboardRouter().routes());
   app.use(jsonBody);
   app.use(router.routes());
   // Errors are answered in the envelope; Koa's own error printing would only duplicate them.

@@ -28,6 +28,7 @@ async function load(hash: string): Promise<Principal | null> {
   const scopes = key.scopes.filter((s): s is Scope => isScope(s) && !isStaffScope(s));
   return {
     keyKey: key.id,
+    memberKey: null,
     keyId: key.publicId,
     kind: key.kind,
     environment: key.environment,
@@ -38,11 +39,11 @@ async function load(hash: string): Promise<Principal | null> {
   };
 }
 
-function touch(principal: Principal, now: number): void {
-  const last = lastUsedWritten.get(principal.keyKey) ?? 0;
+function touch(keyKey: number, now: number): void {
+  const last = lastUsedWritten.get(keyKey) ?? 0;
   if (now - last < LAST_USED_EVERY_MS) return;
-  lastUsedWritten.set(principal.keyKey, now);
-  touchKey(principal.keyKey).catch(() => lastUsedWritten.delete(principal.keyKey));
+  lastUsedWritten.set(keyKey, now);
+  touchKey(keyKey).catch(() => lastUsedWritten.delete(keyKey));
 }
 
 const unauthenticated = () => new ServiceError('authentication_error', 'Missing or invalid credential: send Authorization: Bearer <API key>.');
@@ -60,7 +61,7 @@ export async function authenticate(authorization: string | undefined): Promise<P
   }
   const principal = entry.principal;
   if (!principal || (principal.expiresAt !== null && principal.expiresAt <= now)) throw unauthenticated();
-  touch(principal, now);
+  touch(principal.keyKey!, now); // a key resolved it, so it has a key
   return principal;
 }
 

@@ -15,8 +15,9 @@ const PURGE_BATCH = 500;
 export interface IdempotencyScope {
   endpoint: string;
   environment: string;
-  /** The credential's database key (for the record) and public id (for the scope). */
-  apiKeyKey: number;
+  /** The credential's database key, a key's or a signed-in member's (for the record), and public id (for the scope). */
+  apiKeyKey: number | null;
+  memberKey: number | null;
   apiKeyId: string;
   key: string;
 }
@@ -102,7 +103,7 @@ export async function claim(scope: IdempotencyScope, fingerprint: string): Promi
   // The existing row can vanish between the two statements (released or purged): then claim again.
   for (let attempt = 0; attempt < 3; attempt++) {
     const token = randomUUID();
-    const claimed = await claimKey({ scopeHash, endpoint: scope.endpoint, apiKeyKey: scope.apiKeyKey, fingerprint, token, at: new Date(at), releaseAt: new Date(at + CLAIM_TIMEOUT_MS) });
+    const claimed = await claimKey({ scopeHash, endpoint: scope.endpoint, apiKeyKey: scope.apiKeyKey, memberKey: scope.memberKey, fingerprint, token, at: new Date(at), releaseAt: new Date(at + CLAIM_TIMEOUT_MS) });
     if (claimed) return owned(scopeHash, token);
     const row = await findLiveKey(scopeHash, new Date(at));
     if (!row) continue;

@@ -5,7 +5,11 @@ import type { StoredDocument } from '../db/documents';
 
 /** Who is calling: resolved from the credential only, never from the body. */
 export interface Principal {
-  keyKey: number;
+  /** The API key's database key; null for a signed-in member's dashboard session. */
+  keyKey: number | null;
+  /** The member's database key when the caller is a dashboard session. */
+  memberKey: number | null;
+  /** The credential's public id (`key_…`, or the member's `mem_…`): rate limits and idempotency are scoped by it. */
   keyId: string;
   kind: KeyKind;
   environment: 'live' | 'test';

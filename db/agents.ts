@@ -115,3 +115,16 @@ const SET_STATUS = statement('UPDATE agents SET status = $2, updated_at = now() 
 export async function setAgentStatus(id: number, status: AgentStatus, on: Sql = sql): Promise<void> {
   await on.rows(SET_STATUS, [id, status]);
 }
+
+const OF_WORKSPACE = statement(`SELECT ${COLUMNS} FROM agents WHERE workspace_id = $1 AND builtin IS NULL ORDER BY id DESC LIMIT 200`);
+
+/** The workspace's own agents (built-in ones aside), newest first. */
+export function workspaceAgents(workspaceId: number, on: Sql = sql): Promise<AgentRecord[]> {
+  return on.rows<AgentRecord>(OF_WORKSPACE, [workspaceId]);
+}
+
+const VERSIONS = statement('SELECT version, created_at AS "createdAt" FROM agent_versions WHERE agent_id = $1 ORDER BY version DESC');
+
+export function agentVersions(agentId: number, on: Sql = sql): Promise<{ version: number; createdAt: Date }[]> {
+  return on.rows(VERSIONS, [agentId]);
+}

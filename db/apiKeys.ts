@@ -77,3 +77,32 @@ export async function revokeKey(publicId: string, on: Sql = sql): Promise<{ publ
   const [row] = await on.rows<{ publicId: string; revokedAt: Date }>(REVOKE, [publicId]);
   return row;
 }
+
+/** A workspace's key as the dashboard lists it: never its hash, only the hint of its last characters. */
+export interface KeyListing {
+  publicId: string;
+  name: string | null;
+  environment: 'live' | 'test';
+  hint: string;
+  scopes: string[];
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+const LISTING = `public_id AS "publicId", name, environment, key_hint AS hint, scopes, created_at AS "createdAt",
+  last_used_at AS "lastUsedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"`;
+const OF_WORKSPACE = statement(`SELECT ${LISTING} FROM api_keys WHERE workspace_id = $1 ORDER BY revoked_at IS NOT NULL, id DESC LIMIT 200`);
+
+/** The workspace's keys, live ones first, newest first. */
+export function workspaceKeys(workspaceId: number, on: Sql = sql): Promise<KeyListing[]> {
+  return on.rows<KeyListing>(OF_WORKSPACE, [workspaceId]);
+}
+
+const ONE_OF_WORKSPACE = statement(`SELECT ${LISTING} FROM api_keys WHERE public_id = $1 AND workspace_id = $2`);
+
+export async function findWorkspaceKey(workspaceId: number, publicId: string, on: Sql = sql): Promise<KeyListing | undefined> {
+  const [row] = await on.rows<KeyListing>(ONE_OF_WORKSPACE, [publicId, workspaceId]);
+  return row;
+}

@@ -1,6 +1,7 @@
 import { conversationObject, type ConversationView } from '../domain/conversations';
 import { mintId } from '../domain/ids';
 import type { Outbox, Tenant } from './outbox';
+import { pageStart } from './paging';
 import { sql, statement, type Sql } from './sql';
 
 export interface OpenConversation {
@@ -68,4 +69,30 @@ const PUBLIC_IN_WORKSPACE = statement(
 export async function findPublicConversation(workspaceId: number, publicId: string, on: Sql = sql): Promise<ConversationRecord | undefined> {
   const [row] = await on.rows<ConversationRecord>(PUBLIC_IN_WORKSPACE, [publicId, workspaceId]);
   return row;
+}
+
+/** A conversation as the dashboard lists it: metadata only, never message content. */
+export interface ConversationListing {
+  public_id: string;
+  agent: string | null;
+  channel: string;
+  external_ref: string | null;
+  messages: number;
+  created_at: Date;
+}
+
+const CONVERSATION_ANCHOR = statement('SELECT id FROM conversations WHERE public_id = $1 AND workspace_id = $2 AND NOT internal');
+const CONVERSATION_PAGE = statement(
+  `SELECT c.public_id, a.public_id AS agent, c.channel, c.external_ref, c.created_at,
+          (SELECT count(*) FROM messages m WHERE m.conversation_id = c.id)::int AS messages
+     FROM conversations c LEFT JOIN agents a ON a.id = c.agent_id
+    WHERE c.workspace_id = $1 AND c.id < $2 AND NOT c.internal
+    ORDER BY c.id DESC
+    LIMIT $3`,
+);
+
+/** Up to `limit` of the workspace's public conversations, newest first, after `after` (undefined: not the workspace's). */
+export async function conversationPage(workspaceId: number, after: string | undefined, limit: number, on: Sql = sql): Promise<ConversationListing[] | undefined> {
+  const before = await pageStart(CONVERSATION_ANCHOR, workspaceId, after, on);
+  return before === undefined ? undefined : on.rows<ConversationListing>(CONVERSATION_PAGE, [workspaceId, before, limit]);
 }

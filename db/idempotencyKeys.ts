@@ -21,8 +21,8 @@ export interface KeyRow {
 // its release time) is taken over in place. Row locking under ON CONFLICT makes exactly one of any
 // number of concurrent callers the owner.
 const CLAIM = statement(
-  `INSERT INTO idempotency_keys AS k (scope_hash, endpoint, api_key_id, fingerprint, state, claim_token, created_at, expires_at)
-   VALUES ($1, $2, $3, $4, 'in_flight', $5, $6, $7)
+  `INSERT INTO idempotency_keys AS k (scope_hash, endpoint, api_key_id, member_id, fingerprint, state, claim_token, created_at, expires_at)
+   VALUES ($1, $2, $3, $8, $4, 'in_flight', $5, $6, $7)
    ON CONFLICT (scope_hash) DO UPDATE
      SET fingerprint = EXCLUDED.fingerprint, state = 'in_flight', claim_token = EXCLUDED.claim_token, kind = NULL,
          run_public_id = NULL, response_status = NULL, response_headers = NULL, response_body = NULL,
@@ -32,8 +32,11 @@ const CLAIM = statement(
 );
 
 /** Claims the key with `token`; true when this caller owns it now. */
-export async function claimKey(c: { scopeHash: string; endpoint: string; apiKeyKey: number; fingerprint: string; token: string; at: Date; releaseAt: Date }, on: Sql = sql): Promise<boolean> {
-  const [row] = await on.rows<{ claimToken: string }>(CLAIM, [c.scopeHash, c.endpoint, c.apiKeyKey, c.fingerprint, c.token, c.at, c.releaseAt]);
+export async function claimKey(
+  c: { scopeHash: string; endpoint: string; apiKeyKey: number | null; memberKey: number | null; fingerprint: string; token: string; at: Date; releaseAt: Date },
+  on: Sql = sql,
+): Promise<boolean> {
+  const [row] = await on.rows<{ claimToken: string }>(CLAIM, [c.scopeHash, c.endpoint, c.apiKeyKey, c.fingerprint, c.token, c.at, c.releaseAt, c.memberKey]);
   return row?.claimToken === c.token;
 }
 

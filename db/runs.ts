@@ -2,6 +2,7 @@ import type { PassageRef } from '../domain/knowledge';
 import type { RunStatus } from '../domain/errors';
 import type { OutputItem, RunKind } from '../domain/runs';
 import type { Usage } from '../domain/usage';
+import { pageStart } from './paging';
 import { sql, statement, type Sql } from './sql';
 
 /**
@@ -225,4 +226,34 @@ export async function openRunsOlderThan(minAgeMs: number, afterKey: number, limi
     workspace: { id: r.workspace_id, publicId: r.workspace_public_id, tenantRef: r.tenant_ref, partnerPublicId: r.partner_public_id },
     agent: { id: r.agent_id, publicId: r.agent_public_id, version: r.agent_version },
   }));
+}
+
+/** A run as the dashboard lists it: metadata only, never input or output. */
+export interface RunListing {
+  public_id: string;
+  kind: RunKind;
+  status: RunStatus;
+  agent: string;
+  agent_version: number;
+  channel: string;
+  total_tokens: number;
+  error_code: string | null;
+  created_at: Date;
+  completed_at: Date | null;
+}
+
+const RUN_ANCHOR = statement('SELECT id FROM runs WHERE public_id = $1 AND workspace_id = $2');
+const RUN_PAGE = statement(
+  `SELECT r.public_id, r.kind, r.status, a.public_id AS agent, r.agent_version, r.channel, (r.usage->>'total_tokens')::int AS total_tokens,
+          r.error_code, r.created_at, r.completed_at
+     FROM runs r JOIN agents a ON a.id = r.agent_id
+    WHERE r.workspace_id = $1 AND r.id < $2
+    ORDER BY r.id DESC
+    LIMIT $3`,
+);
+
+/** Up to `limit` of the workspace's runs, newest first, after the run `after` (undefined: not the workspace's). */
+export async function runPage(workspaceId: number, after: string | undefined, limit: number, on: Sql = sql): Promise<RunListing[] | undefined> {
+  const before = await pageStart(RUN_ANCHOR, workspaceId, after, on);
+  return before === undefined ? undefined : on.rows<RunListing>(RUN_PAGE, [workspaceId, before, limit]);
 }

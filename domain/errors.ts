@@ -19,6 +19,9 @@ export const ERROR_TABLE = {
   invalid_context: { http: 403, runStatus: 'failed' },
   job_not_found: { http: 404, runStatus: 'failed' },
   invalid_request: { http: 400, runStatus: 'failed' },
+  // Not in the spec's table: the dashboard's keys and member set-up links (README, "Dashboard").
+  key_not_found: { http: 404, runStatus: 'failed' },
+  setup_link_not_found: { http: 404, runStatus: 'failed' },
   knowledge_unavailable: { http: 503, runStatus: 'failed' },
   not_implemented: { http: 501, runStatus: 'failed' },
   payload_too_large: { http: 413, runStatus: 'failed' },

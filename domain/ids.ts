@@ -37,6 +37,7 @@ export const ID_PREFIX = {
   log: 'log_',
   collection: 'col_',
   chunk: 'chk_',
+  member: 'mem_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

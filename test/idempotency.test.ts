@@ -269,7 +269,7 @@ describe('time', () => {
        VALUES (:scope, 'responses', :key, :fingerprint, 'in_flight', gen_random_uuid(), :runId, now(), now() + interval '1 day')`,
       {
         replacements: {
-          scope: scopeHashOf({ endpoint: 'responses', environment: 'live', apiKeyKey: key.id, apiKeyId: key.public_id, key: 'ambiguous' }),
+          scope: scopeHashOf({ endpoint: 'responses', environment: 'live', apiKeyKey: key.id, memberKey: null, apiKeyId: key.public_id, key: 'ambiguous' }),
           key: key.id,
           fingerprint: fingerprintOf('POST', '/api/v2/responses', Buffer.from(JSON.stringify(body))),
           runId,

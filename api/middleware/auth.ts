@@ -3,6 +3,7 @@ import { ServiceError } from '../../domain/errors';
 import type { Scope } from '../../domain/scopes';
 import { addressRefusedFor, recordAuthFailure } from '../authFailures';
 import { authenticate, requireScope } from '../credentials';
+import { CSRF_HEADER, SESSION_COOKIE, currentSession, requireCsrf, sessionPrincipal } from '../sessions';
 import type { AppState, Principal } from '../state';
 import { enforceRateLimit } from './rateLimit';
 
@@ -36,7 +37,7 @@ export interface Authorization<S extends AppState> {
  */
 export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S> {
   return async (ctx, next) => {
-    const principal = await authenticateFrom(ctx.ip, ctx.get('Authorization'));
+    const principal = await authenticateFrom(ctx.ip, ctx.get('Authorization') !== '' || ctx.cookies.get(SESSION_COOKIE) !== undefined, () => credentialOf(ctx));
     if (a.scopes !== 'any') requireScope(principal, a.scopes);
     ctx.state.principal = principal;
     ctx.state.endpoint = a.endpoint;
@@ -52,17 +53,30 @@ export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S
   };
 }
 
+/**
+ * The request's credential: a bearer key when one is sent, else a dashboard session cookie (whose
+ * unsafe requests must also carry the session's CSRF token).
+ */
+async function credentialOf(ctx: Context): Promise<Principal> {
+  const authorization = ctx.get('Authorization');
+  if (authorization !== '' || !ctx.cookies.get(SESSION_COOKIE)) return authenticate(authorization);
+  const session = await currentSession(ctx);
+  if (!session) throw new ServiceError('authentication_error', 'The dashboard session has ended or is unknown: sign in again.');
+  requireCsrf(ctx, session, ctx.get(CSRF_HEADER) || undefined);
+  return sessionPrincipal(session);
+}
+
 /** Authenticates, refusing a client address that failed too often, and counting this failure if it fails. */
-async function authenticateFrom(address: string, authorization: string): Promise<Principal> {
+async function authenticateFrom(address: string, sent: boolean, resolve: () => Promise<Principal>): Promise<Principal> {
   const wait = addressRefusedFor(address);
   if (wait !== undefined) {
     throw new ServiceError('rate_limited', 'Too many failed authentications from this address; retry after the window ends.', { 'Retry-After': String(wait) });
   }
   try {
-    return await authenticate(authorization);
+    return await resolve();
   } catch (err) {
     // A credential that does not resolve is a guess; a request that sent none is not probing anything.
-    if (err instanceof ServiceError && err.code === 'authentication_error' && authorization !== '') await recordAuthFailure(address);
+    if (err instanceof ServiceError && err.code === 'authentication_error' && sent) await recordAuthFailure(address);
     throw err;
   }
 }

@@ -80,7 +80,7 @@ export function idempotent(marker: ReplayMarker): Middleware<AppState> {
     if (!principal || !endpoint) throw new Error('idempotent() is declared before authorize()');
 
     const decision = await claim(
-      { endpoint, environment: principal.environment, apiKeyKey: principal.keyKey, apiKeyId: principal.keyId, key },
+      { endpoint, environment: principal.environment, apiKeyKey: principal.keyKey, memberKey: principal.memberKey, apiKeyId: principal.keyId, key },
       fingerprintOf(ctx.method, ctx.originalUrl, ctx.state.rawBody ?? Buffer.alloc(0)),
     );
     if (decision.outcome === 'conflict') {

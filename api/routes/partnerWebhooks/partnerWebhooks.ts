@@ -66,7 +66,8 @@ export function partnerWebhooksRoutes(router: Router<AppState>): void {
           apiVersion: body.apiVersion,
           enabledEvents: body.enabledEvents,
           permittedEvents: permittedEvents(principal.scopes),
-          createdByKey: principal.keyKey,
+          // partnerOf() admitted a partner key: sessions are a workspace member's, never a partner's
+          createdByKey: principal.keyKey!,
           secret,
           secretHint: secretHint(secret),
         },

@@ -1,0 +1,40 @@
+import type Router from '@koa/router';
+import { decodeCursor, encodeCursor, invalidCursor } from '../../../domain/cursor';
+import type { IdKind } from '../../../domain/ids';
+import { conversationPage } from '../../../db/conversations';
+import { logPage } from '../../../db/runLogs';
+import { runPage } from '../../../db/runs';
+import type { Scope } from '../../../domain/scopes';
+import { memberPage, render, type PageState } from '../page';
+
+const LIMITS = [25, 50, 100];
+
+interface Listing {
+  path: string;
+  view: string;
+  title: string;
+  scope: Scope;
+  kind: IdKind;
+  page: (workspaceId: number, after: string | undefined, limit: number) => Promise<{ public_id: string }[] | undefined>;
+}
+
+// Metadata only: each page lists what its table holds about a run or a conversation, never content.
+const LISTINGS: Listing[] = [
+  { path: '/dashboard/logs', view: 'logs', title: 'Logs', scope: 'logs:read', kind: 'log', page: logPage },
+  { path: '/dashboard/runs', view: 'runs', title: 'Runs', scope: 'agents:read', kind: 'run', page: runPage },
+  { path: '/dashboard/conversations', view: 'conversations', title: 'Conversations', scope: 'conversations:read', kind: 'conversation', page: conversationPage },
+];
+
+/** Logs, runs and conversations: newest first, with /logs' paging (a page size and an opaque cursor). */
+export function activityPages(router: Router<PageState>): void {
+  for (const listing of LISTINGS) {
+    router.get(listing.path, memberPage(listing.scope), async (ctx) => {
+      const limit = LIMITS.includes(Number(ctx.query.limit)) ? Number(ctx.query.limit) : LIMITS[0];
+      const cursor = typeof ctx.query.cursor === 'string' && ctx.query.cursor !== '' ? ctx.query.cursor : undefined;
+      const rows = await listing.page(ctx.state.session.workspace.id, cursor && decodeCursor(cursor, listing.kind), limit + 1);
+      if (!rows) throw invalidCursor();
+      const next = rows.length > limit ? encodeCursor(rows[limit - 1].public_id) : null;
+      render(ctx, listing.view, { title: listing.title, nav: listing.view, rows: rows.slice(0, limit), limit, limits: LIMITS, next, first: cursor === undefined });
+    });
+  }
+}

@@ -1,0 +1,205 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import * as admin from '../admin/commands';
+import { ROLE_SCOPES } from '../domain/members';
+import { call, tenant, until, useApi, type Tenant } from './support/stack';
+
+const api = useApi();
+
+/** Screenshots land here (git-ignored), for a person to look at after the run. */
+const SHOTS = path.join(__dirname, '..', 'test-output', 'screenshots');
+const PASSWORD = 'correct horse battery staple';
+
+// The machine's closed network refuses Chromium's background connections; these flags stop it trying.
+const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+let browser: Browser;
+beforeAll(async () => {
+  mkdirSync(SHOTS, { recursive: true });
+  browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** A member of the tenant's workspace and the path of their one-time set-up link. */
+async function member(t: Tenant, role = 'owner') {
+  const created = await admin.createMember({ workspace: t.workspace, email: `${role}-${t.model}@example.test`, role });
+  const link = new URL(created.setup_url);
+  return { ...created, setupPath: link.pathname + link.search };
+}
+
+async function signIn(page: Page, email: string): Promise<void> {
+  await page.goto(`${api.url}/dashboard/sign-in`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(/\/dashboard\/usage$/);
+}
+
+async function setUp(page: Page, setupPath: string): Promise<void> {
+  await page.goto(api.url + setupPath);
+  await page.getByLabel(/New password/).fill(PASSWORD);
+  await page.getByLabel('The same password again').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.waitForURL(/\/dashboard\/usage$/);
+}
+
+const respond = (key: string, t: Tenant, channel: string) => call(api.url, 'POST', '/api/v2/responses', { key, body: { agent: t.agent, input: 'hello', channel } });
+
+describe('dashboard in a real browser', () => {
+  it('sets a password from the link, mints a key that works, revokes it, and charts usage', async () => {
+    const t = await tenant({ scopes: ['responses:create'] });
+    // Usage on two channels, so the chart has stacked bars to draw.
+    for (const channel of ['web', 'whatsapp', 'web']) expect((await respond(t.key, t, channel)).status).toBe(200);
+    const m = await member(t);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+
+    await setUp(page, m.setupPath);
+    // The chart: one bar segment per (day, channel), a legend per channel, and the balance.
+    await expect(page.locator('svg.chart rect').count()).resolves.toBe(2);
+    await expect(page.locator('figcaption').innerText()).resolves.toMatch(/web: \d+[\s\S]*whatsapp: \d+/);
+    expect(Number((await page.locator('[data-balance]').innerText()).replace(/,/g, ''))).toBeLessThan(1_000_000);
+    await page.screenshot({ path: path.join(SHOTS, 'usage.png'), fullPage: true });
+
+    // The link works once.
+    const again = await (await context.newPage()).goto(api.url + m.setupPath);
+    expect(again?.status()).toBe(404);
+
+    // Mint: pick scopes, see the key once.
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByText('Mint a key').click();
+    await page.getByLabel('Name').fill('browser-minted');
+    await page.getByLabel('responses:create').check();
+    await page.getByLabel('logs:read').check();
+    await page.getByRole('button', { name: 'Mint key' }).click();
+    const key = await page.locator('#minted-key').innerText();
+    expect(key).toMatch(/^tgcc_[A-Za-z0-9_-]{43}$/);
+    await page.screenshot({ path: path.join(SHOTS, 'keys-minted.png'), fullPage: true });
+    await page.goto(`${api.url}/dashboard/keys`);
+    expect(await page.content()).not.toContain(key);
+
+    // The key works on the API, with exactly the scopes picked; last use shows in the list.
+    expect((await respond(key, t, 'api')).status).toBe(200);
+    expect((await call(api.url, 'GET', '/api/v2/logs', { key })).status).toBe(200);
+    expect((await call(api.url, 'GET', '/api/v2/jobs', { key })).status).toBe(403);
+    const row = page.locator('tr', { hasText: 'browser-minted' });
+    await until(async () => {
+      await page.reload();
+      return (await row.innerText()).includes('never') ? undefined : true;
+    }, 'the key to show its last use');
+
+    // Revoke: the key stops working at once on this instance (others' caches keep it up to 5 s).
+    await row.getByRole('button', { name: /Revoke/ }).click();
+    await expect(row.innerText()).resolves.toMatch(/revoked/);
+    expect((await respond(key, t, 'api')).status).toBe(401);
+
+    // Logs and runs pages list the four runs (metadata only).
+    await page.getByRole('link', { name: 'Logs' }).click();
+    await expect(page.locator('tbody tr').count()).resolves.toBe(4);
+    await page.getByRole('link', { name: 'Runs' }).click();
+    await expect(page.locator('tbody tr').count()).resolves.toBe(4);
+    expect(await page.content()).not.toContain('hello');
+    await context.close();
+  });
+
+  it('the session is a credential on the API: role-derived scopes, and its CSRF token on every write', async () => {
+    const t = await tenant();
+    const m = await member(t, 'viewer');
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await setUp(page, m.setupPath);
+
+    // A viewer reads but writes nothing; a write needs the session's CSRF token first of all.
+    expect((await page.request.get(`${api.url}/api/v2/logs`)).status()).toBe(200);
+    const csrf = await page.locator('input[name="_csrf"]').first().inputValue();
+    const withoutToken = await page.request.post(`${api.url}/api/v2/responses`, { data: { agent: t.agent, input: 'hi' } });
+    expect(withoutToken.status()).toBe(403);
+    expect((await withoutToken.json()).error.message).toMatch(/CSRF/);
+    const withToken = await page.request.post(`${api.url}/api/v2/responses`, { data: { agent: t.agent, input: 'hi' }, headers: { 'X-CSRF-Token': csrf } });
+    expect(withToken.status()).toBe(403);
+    expect((await withToken.json()).error.message).toMatch(/responses:create/);
+    expect(ROLE_SCOPES.viewer).not.toContain('responses:create');
+
+    // A viewer sees the keys but has no mint form, and a forged mint is refused.
+    await page.goto(`${api.url}/dashboard/keys`);
+    await expect(page.getByText('Mint a key').count()).resolves.toBe(0);
+    const forged = await page.request.post(`${api.url}/dashboard/keys`, { form: { _csrf: csrf, scopes: 'logs:read' } });
+    expect(forged.status()).toBe(403);
+
+    // Signing out ends the session on the API too.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL(/sign-in/);
+    expect((await page.request.get(`${api.url}/api/v2/logs`)).status()).toBe(401);
+    await context.close();
+  });
+
+  it('an owner session runs agents on the API, and agents are created, edited, published and activated', async () => {
+    const t = await tenant();
+    const m = await member(t);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await setUp(page, m.setupPath);
+    await page.goto(`${api.url}/dashboard/agents`);
+    const csrf = await page.locator('input[name="_csrf"]').first().inputValue();
+    const ran = await page.request.post(`${api.url}/api/v2/responses`, { data: { agent: t.agent, input: 'hi' }, headers: { 'X-CSRF-Token': csrf } });
+    expect(ran.status()).toBe(200);
+    expect((await ran.json()).status).toBe('completed');
+
+    await page.getByLabel('New agent').fill('Support');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.waitForURL(/\/dashboard\/agents\/agt_/);
+    const agentId = page.url().split('/').pop()!;
+
+    // A config the schema refuses is shown on the form, and nothing changes.
+    await page.getByLabel(/JSON/).fill('{"temperature": 9}');
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await expect(page.getByRole('alert').innerText()).resolves.toMatch(/temperature/);
+    await page.getByLabel(/JSON/).fill(`{"model": "${t.model}", "instructions": "Be brief."}`);
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await expect(page.getByRole('status').innerText()).resolves.toBe('Draft saved.');
+    await page.getByRole('button', { name: 'Publish the draft as version 2' }).click();
+    await page.getByLabel('Status').selectOption('active');
+    await page.getByRole('button', { name: 'Set status' }).click();
+    await expect(page.locator('#agent-summary').innerText()).resolves.toMatch(/status active · published version 2/);
+    await expect(page.locator('tbody tr').count()).resolves.toBe(2);
+    await page.screenshot({ path: path.join(SHOTS, 'agent.png'), fullPage: true });
+
+    // The published agent runs through the API with the member's session.
+    const run = await page.request.post(`${api.url}/api/v2/responses`, { data: { agent: agentId, input: 'hi' }, headers: { 'X-CSRF-Token': csrf } });
+    expect(run.status()).toBe(200);
+    await context.close();
+  });
+});
+
+describe('dashboard without a browser', () => {
+  it('refuses a wrong password, a form without its token, and another workspace’s key', async () => {
+    const t = await tenant();
+    const other = await tenant();
+    const m = await member(t);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await setUp(page, m.setupPath);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+
+    await page.getByLabel('Email').fill(m.email);
+    await page.getByLabel('Password').fill('not the password');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('alert').innerText()).resolves.toMatch(/do not match/);
+    await signIn(page, m.email);
+
+    const csrf = await page.locator('input[name="_csrf"]').first().inputValue();
+    const otherKey = (await admin.createWorkspaceKey({ workspace: other.workspace, scopes: 'logs:read' })).id;
+    expect((await page.request.post(`${api.url}/dashboard/keys/${otherKey}/revoke`, { form: { _csrf: csrf } })).status()).toBe(404);
+    expect((await page.request.post(`${api.url}/dashboard/keys/${otherKey}/revoke`, { form: {} })).status()).toBe(403);
+    expect((await call(api.url, 'GET', '/api/v2/logs', { key: (await admin.createWorkspaceKey({ workspace: other.workspace, scopes: 'logs:read' })).key })).status).toBe(200);
+
+    // Pages need a session: without one, sign in first and come back.
+    const anonymous = await fetch(`${api.url}/dashboard/keys`, { redirect: 'manual' });
+    expect(anonymous.status).toBe(302);
+    expect(anonymous.headers.get('location')).toBe('/dashboard/sign-in?next=%2Fdashboard%2Fkeys');
+    await context.close();
+  });
+});
