@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
 
@@ -12,6 +13,20 @@ function composeConfig(): string {
   }
 }
 
+/**
+ * YAML as a plain value, read by the PyYAML that docker-compose v1 runs on (the interpreter on its
+ * `#!` line), since Node has no YAML parser here: the normalised compose file and the Prometheus and
+ * Grafana files it mounts.
+ */
+function parseYaml(text: string): any {
+  const script = execFileSync('sh', ['-c', 'command -v docker-compose'], { encoding: 'utf8' }).trim();
+  const python = /^#!\s*(\S+)/.exec(readFileSync(script, 'utf8'))?.[1] ?? 'python3';
+  const json = execFileSync(python, ['-c', 'import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))'], { input: text, encoding: 'utf8' });
+  return JSON.parse(json);
+}
+
+const REPO = path.join(__dirname, '..');
+
 /** The top-level blocks of one service in the normalised YAML (two-space indented under `services:`). */
 function service(config: string, name: string): string {
   const match = new RegExp(`\\n  ${name}:\\n((?:    .*\\n|\\n)*)`).exec(config);
@@ -23,7 +38,7 @@ describe('docker-compose.yml', () => {
   const config = composeConfig();
 
   it('declares the whole stack', () => {
-    for (const name of ['postgres', 'redis', 'temporal', 'temporal-ui', 'api', 'worker']) expect(service(config, name)).toBeTruthy();
+    for (const name of ['postgres', 'redis', 'temporal', 'temporal-ui', 'api', 'worker', 'prometheus', 'grafana']) expect(service(config, name)).toBeTruthy();
   });
 
   it('lets the worker scale: no container name, no host port', () => {
@@ -52,5 +67,78 @@ describe('docker-compose.yml', () => {
     expect(starts(worker, 'start:worker')).toBe(true);
     expect(seconds(worker)).toBeGreaterThanOrEqual(WORKER_SHUTDOWN_GRACE_MS / 1000);
     expect(seconds(api)).toBeGreaterThanOrEqual(35);
+  });
+
+  describe('Prometheus and Grafana', () => {
+    const compose = parseYaml(config);
+    const services = compose.services as Record<string, any>;
+    /** A service's bind mounts: host path (resolved) → container path. */
+    const mounts = (name: string) =>
+      new Map<string, string>(
+        (services[name].volumes as string[])
+          .map((v) => v.split(':'))
+          .filter(([source]) => source.startsWith('/'))
+          .map(([source, target]) => [target, source]),
+      );
+    const published = (name: string) => (services[name].ports as { published: number; target: number }[]).map((p) => `${p.published}:${p.target}`);
+    const prometheus = parseYaml(readFileSync(path.join(REPO, 'infra/observability/prometheus.yml'), 'utf8'));
+    const job = (name: string) => (prometheus.scrape_configs as any[]).find((j) => j.job_name === name);
+
+    it('runs the official images, Prometheus on :9090 and Grafana on :3000', () => {
+      expect(services.prometheus.image).toMatch(/^prom\/prometheus:v\d/);
+      expect(services.grafana.image).toMatch(/^grafana\/grafana:\d/);
+      expect(published('prometheus')).toEqual(['9090:9090']);
+      expect(published('grafana')).toEqual(['3000:3000']);
+    });
+
+    it('mounts files that exist in the repository, read-only, where the images read them', () => {
+      for (const name of ['prometheus', 'grafana']) {
+        for (const volume of services[name].volumes as string[]) {
+          const [source, , mode] = volume.split(':');
+          if (!source.startsWith('/')) continue;
+          expect(path.relative(REPO, source)).toMatch(/^infra\/observability\//);
+          expect(existsSync(source)).toBe(true);
+          expect(mode).toBe('ro');
+        }
+      }
+      expect(mounts('prometheus').get('/etc/prometheus/prometheus.yml')).toBe(path.join(REPO, 'infra/observability/prometheus.yml'));
+      expect(services.prometheus.command).toContain('--config.file=/etc/prometheus/prometheus.yml');
+      expect(mounts('grafana').get('/etc/grafana/provisioning')).toBe(path.join(REPO, 'infra/observability/grafana/provisioning'));
+    });
+
+    it('serves the worker metrics on a container port only, and Prometheus scrapes every replica there', () => {
+      const worker = services.worker;
+      const port = Number(worker.environment.WORKER_METRICS_PORT);
+      expect(port).toBeGreaterThan(0);
+      expect(worker.ports).toBeUndefined();
+      expect(worker.container_name).toBeUndefined();
+      // Docker's DNS answers the service name with one A record per replica.
+      expect(job('worker').dns_sd_configs).toEqual([expect.objectContaining({ names: ['worker'], type: 'A', port })]);
+      expect(job('worker').metrics_path ?? '/metrics').toBe('/metrics');
+      expect(job('api').static_configs).toEqual([{ targets: [`api:${services.api.environment.PORT}`] }]);
+      expect(job('api').metrics_path ?? '/metrics').toBe('/metrics');
+      expect(prometheus.global.scrape_interval).toMatch(/^\d+s$/);
+    });
+
+    it('provisions the Prometheus data source and the shipped dashboard', () => {
+      const provisioning = path.join(REPO, 'infra/observability/grafana/provisioning');
+      const sources = parseYaml(readFileSync(path.join(provisioning, 'datasources/prometheus.yml'), 'utf8')).datasources;
+      expect(sources).toEqual([expect.objectContaining({ type: 'prometheus', url: `http://prometheus:${services.prometheus.ports[0].target}`, isDefault: true })]);
+      const providers = parseYaml(readFileSync(path.join(provisioning, 'dashboards/agent-execution.yml'), 'utf8')).providers;
+      expect(providers).toHaveLength(1);
+      expect(providers[0].type).toBe('file');
+      // The provider's folder is the mount of the repository's dashboards, which holds the dashboard.
+      const dashboards = mounts('grafana').get(providers[0].options.path);
+      expect(dashboards).toBe(path.join(REPO, 'infra/observability/grafana/dashboards'));
+      expect(existsSync(path.join(dashboards!, 'agent-execution.json'))).toBe(true);
+      expect(services.grafana.environment.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH).toBe(path.posix.join(providers[0].options.path, 'agent-execution.json'));
+      expect(services.grafana.depends_on).toHaveProperty('prometheus');
+    });
+
+    it('lets anonymous visitors only view, and takes the admin password from the environment', () => {
+      const raw = readFileSync(path.join(REPO, 'docker-compose.yml'), 'utf8');
+      expect(raw).toMatch(/GF_SECURITY_ADMIN_PASSWORD: \$\{GRAFANA_ADMIN_PASSWORD/);
+      expect(services.grafana.environment.GF_AUTH_ANONYMOUS_ORG_ROLE).toBe('Viewer');
+    });
   });
 });
