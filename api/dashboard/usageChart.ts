@@ -9,7 +9,7 @@ export interface DayLine {
 export interface UsageChart {
   width: number;
   height: number;
-  days: { day: string; label: string | null; x: number; total: number; segments: { line: string; credits: number; y: number; height: number; color: string }[] }[];
+  days: { day: string; label: string | null; labelX: number; x: number; total: number; segments: { line: string; credits: number; y: number; height: number; color: string }[] }[];
   legend: { line: string; color: string; credits: number }[];
   max: number;
   barWidth: number;
@@ -47,8 +47,9 @@ export function usageChart(rows: DayLine[], days: number, today = new Date()): U
         y -= height;
         return { line: r.line, credits: r.credits, y, height, color: color.get(r.line)! };
       });
-      // A date under every fifth bar, counted back from today.
-      return { day, label: (days - 1 - i) % 5 === 0 ? day.slice(5) : null, x: i * slot + (slot - barWidth) / 2, total: totals[i], segments };
+      const x = i * slot + (slot - barWidth) / 2;
+      // A date under every fifth bar, counted back from today, kept inside the drawing.
+      return { day, label: (days - 1 - i) % 5 === 0 ? day.slice(5) : null, labelX: Math.min(x + barWidth / 2, WIDTH - 16), x, total: totals[i], segments };
     }),
     legend: lines.map((line) => ({ line, color: color.get(line)!, credits: rows.filter((r) => r.line === line).reduce((sum, r) => sum + r.credits, 0) })),
   };
