@@ -8,7 +8,7 @@ import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS 
 import { redis } from '../db/redis';
 import { isShuttingDown, onShutdown } from './shutdown';
 import type { AppState } from './state';
-import { openStreams } from '../infra/metrics';
+import { openStreams, runAnswers } from '../infra/metrics';
 
 /** How long a read blocks in Redis before the loop looks at the run's outcome again. */
 const BLOCK_MS = 1000;
@@ -29,6 +29,13 @@ function outcomeOrFailure(handle: WorkflowHandle, o: RelayOptions): Promise<RunO
       error: { code: 'internal_error', message: 'Internal error.' },
     }),
   );
+}
+
+/** A streamed run counts once, with the status its terminal event reports (a failure may be `blocked`). */
+function countAnswer(type: string, data: string): void {
+  let status = type.slice('response.'.length);
+  if (status === 'failed') status = (JSON.parse(data) as { status?: string }).status ?? status;
+  runAnswers.inc({ status });
 }
 
 /**
@@ -95,14 +102,17 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
         lastId = id;
         if (TERMINAL_EVENTS.has(type)) {
           terminal = true;
+          countAnswer(type, data);
           break;
         }
       }
       // The run is over and its stream had nothing more to say: emit the terminal event ourselves.
       if (!terminal && knewOutcome && entries.length === 0) {
         const event = terminalEvent(outcome!);
-        write(sseFrame(event.type, JSON.stringify(event.data)));
+        const data = JSON.stringify(event.data);
+        write(sseFrame(event.type, data));
         terminal = true;
+        countAnswer(event.type, data);
       }
     }
   } finally {

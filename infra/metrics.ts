@@ -24,7 +24,7 @@ export const httpDuration = new Histogram({
 
 export const runAnswers = new Counter({
   name: 'aes_run_answers_total',
-  help: 'Runs the API answered with JSON (not streamed), by the status they were in when answered.',
+  help: 'Runs the API answered, by status: a JSON answer counts the status the run was in when answered, an event stream the status its terminal event reports.',
   labelNames: ['status'] as const,
   registers: [registry],
 });

@@ -37,6 +37,8 @@ describe('GET /metrics', () => {
     expect(await sample('aes_sse_open_streams')).toBe(1);
     for await (const frame of stream) void frame;
     expect(await sample('aes_sse_open_streams')).toBe(0);
+    // A streamed run counts too, with the status its terminal event reports.
+    expect(await sample('aes_run_answers_total{status="completed"}')).toBe(before.completed + 2);
 
     // Past a limit: the 429 is counted under the dimension that refused it.
     const limited = await tenant();
