@@ -4,6 +4,7 @@ import { logger } from '../infra/logger';
 import { closeDb } from '../db/sequelize';
 import { closeRedis } from '../db/redis';
 import { closeTemporal } from '../infra/temporalClient';
+import { stopTracing } from '../infra/tracing';
 import { createApp } from './app';
 import { beginShutdown, endStreams } from './shutdown';
 
@@ -11,7 +12,8 @@ import { beginShutdown, endStreams } from './shutdown';
  * A deploy's SIGTERM, in the order a load balancer needs: readiness fails at once; after
  * SHUTDOWN_DELAY_MS (the balancer has noticed) the listener closes and open event streams end
  * without cancelling their runs (clients resume elsewhere with Last-Event-ID); in-flight requests
- * get SHUTDOWN_GRACE_MS to finish; then the pools close. No run is cancelled by any of it.
+ * get SHUTDOWN_GRACE_MS to finish; then the pools close and batched spans are exported. No run is
+ * cancelled by any of it.
  */
 async function drain(server: Server, delayMs: number, graceMs: number): Promise<void> {
   beginShutdown();
@@ -22,7 +24,7 @@ async function drain(server: Server, delayMs: number, graceMs: number): Promise<
   const timer = setTimeout(() => server.closeAllConnections(), graceMs);
   await closed;
   clearTimeout(timer);
-  await Promise.allSettled([closeTemporal(), closeRedis(), closeDb()]);
+  await Promise.allSettled([closeTemporal(), closeRedis(), closeDb(), stopTracing()]);
 }
 
 function main(): void {

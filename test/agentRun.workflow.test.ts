@@ -8,7 +8,7 @@ import type { AgentConfig } from '../domain/agents';
 import type { RunInput, RunOptions, RunOutcome } from '../domain/runs';
 import { MAX_TOOL_ROUNDS } from '../domain/tools';
 import { installRuntime } from '../workers/worker';
-import { workflowBundle } from '../workers/workflowBundle';
+import { workflowBundle, workflowSinks } from '../workers/workflowBundle';
 
 /**
  * agentRun on its own: its activities stubbed, so the state machine (tool rounds, handoff, repair,
@@ -68,7 +68,7 @@ function stubbed(replies: Reply[], firstCall?: (call: ModelCall) => Promise<void
 
 async function runWorkflow(input: RunInput, activities: object, whileRunning?: (runId: string) => Promise<void>): Promise<RunOutcome> {
   const taskQueue = `unit-${randomUUID()}`;
-  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(require.resolve('../workflows')), activities });
+  const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: await workflowBundle(require.resolve('../workflows')), sinks: workflowSinks(), activities });
   return worker.runUntil(async () => {
     const handle = await env.client.workflow.start('agentRun', { taskQueue, workflowId: input.runId, args: [input] });
     await whileRunning?.(input.runId);

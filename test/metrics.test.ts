@@ -91,6 +91,8 @@ describe("the worker's metrics", () => {
         return /aes_webhook_attempts_total\{[^}]*outcome="delivered"/.test(body) ? body : undefined;
       }, 'a delivered webhook attempt in the worker metrics');
       expect(text).toMatch(/temporal_activity_schedule_to_start_latency_bucket\{[^}]*task_queue="webhooks"/);
+      // Buckets fine enough below 100 ms for the scaling rule (the SDK's own start at 0.1 s).
+      expect(text).toMatch(/temporal_workflow_task_schedule_to_start_latency_bucket\{[^}]*le="0.025"/);
       expect(text).toMatch(/temporal_worker_task_slots_available\{[^}]*task_queue="agent-runs"/);
     } finally {
       receiver.close();

@@ -8,7 +8,7 @@ import { dataConverter } from '../infra/payloadCodec';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { TEMPORAL_CLI } from '../workers/temporalDevServer';
-import { workflowBundle } from '../workers/workflowBundle';
+import { workflowBundle, workflowSinks } from '../workers/workflowBundle';
 import * as admin from '../admin/commands';
 import { call, closeAll, scriptModel, startApi, tenant } from './support/stack';
 import { allFrames, frames, openStream } from './support/sse';
@@ -161,7 +161,7 @@ if (process.env.RECORD_HISTORIES) {
     expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), dataConverter }, histories)) {
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), sinks: workflowSinks(), dataConverter }, histories)) {
       if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
     }
     expect(failures).toEqual([]);

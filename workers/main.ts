@@ -2,19 +2,20 @@ import { closeRedis } from '../db/redis';
 import { closeDb } from '../db/sequelize';
 import { logger } from '../infra/logger';
 import { closeTemporal } from '../infra/temporalClient';
+import { stopTracing } from '../infra/tracing';
 import { parseQueues, startWorkers } from './worker';
 
 /**
  * Polls the queues until SIGTERM/SIGINT, then drains: the Temporal runtime shuts the workers down on
  * those signals, they stop polling, and done resolves once their in-flight tasks have finished (within
- * WORKER_SHUTDOWN_GRACE_MS). Then the pools close and the process exits.
+ * WORKER_SHUTDOWN_GRACE_MS). Then the pools close, batched spans are exported, and the process exits.
  */
 export async function serveUntilSignalled(queues: readonly string[], onStarted?: () => void): Promise<never> {
   const running = await startWorkers(queues);
   logger.info({ queues }, 'worker started');
   onStarted?.();
   await running.done;
-  await Promise.allSettled([closeDb(), closeRedis(), closeTemporal()]);
+  await Promise.allSettled([closeDb(), closeRedis(), closeTemporal(), stopTracing()]);
   logger.info('worker stopped');
   // The SDK's native runtime keeps the event loop alive after every worker has stopped.
   process.exit(0);

@@ -1,9 +1,10 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import { OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import * as activities from '../activities';
 import { config } from '../infra/config';
 import { logger } from '../infra/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
-import { workflowBundle } from './workflowBundle';
+import { workflowBundle, workflowSinks } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
@@ -39,10 +40,22 @@ export function installRuntime(): void {
   Runtime.install({
     logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message)),
     ...(port !== undefined && {
-      telemetryOptions: { metrics: { prometheus: { bindAddress: `0.0.0.0:${port}`, countersTotalSuffix: true, useSecondsForDurations: true } } },
+      telemetryOptions: {
+        metrics: {
+          prometheus: {
+            bindAddress: `0.0.0.0:${port}`,
+            countersTotalSuffix: true,
+            useSecondsForDurations: true,
+            // The scaling rule reads schedule-to-start against 100 ms: the SDK's default buckets start at 0.1 s.
+            histogramBucketOverrides: { workflow_task_schedule_to_start_latency: SCHEDULE_TO_START_BUCKETS, activity_schedule_to_start_latency: SCHEDULE_TO_START_BUCKETS },
+          },
+        },
+      },
     }),
   });
 }
+
+const SCHEDULE_TO_START_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60];
 
 /** What a worker runs: the service's workflows and activities, or the bench's floor. */
 export interface WorkerCode {
@@ -64,9 +77,14 @@ export function parseQueues(argv: string[]): TaskQueue[] {
 /**
  * Starts one worker per task queue on one connection; each polls its queue until shut down. The
  * bench's floor worker is started here too, so it has exactly the service worker's settings.
+ * Traced: each activity is a span continuing its workflow's trace (its context in the activity's
+ * headers, put there by the workflow interceptors bundled with the workflows), and the workflows'
+ * own spans, made in the sandbox, reach the process's span processor through the `exporter` sink
+ * (whose making installs the process's tracing, as the worker's).
  */
 export async function startWorkers(queues: readonly string[], code: WorkerCode = SERVICE_CODE): Promise<RunningWorkers> {
   installRuntime();
+  const sinks = workflowSinks();
   const c = config();
   const connection = await NativeConnection.connect(c.temporal);
   const workflowBundleCode = await workflowBundle(code.workflowsPath);
@@ -79,6 +97,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         workflowBundle: workflowBundleCode,
         activities: code.activities,
         dataConverter,
+        interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] },
+        sinks,
         // The SDK sizes this cache from the heap limit, which npm run start:worker caps; runs in flight
         // must stay cached (an evicted run replays its history on its next task), so it is fixed here.
         maxCachedWorkflows: MAX_CACHED_WORKFLOWS,

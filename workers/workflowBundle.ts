@@ -1,7 +1,21 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, type InjectedSinks, type WorkflowBundleOption } from '@temporalio/worker';
+import { makeWorkflowExporter, type OpenTelemetryWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
 import { logger } from '../infra/logger';
+import { startTracing } from '../infra/tracing';
+
+/** Bundled with the workflows (a prebuilt bundle cannot take them from WorkerOptions): each workflow and its activities continue the trace that started it. */
+const workflowInterceptorModules = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+
+/**
+ * The sinks every worker of these bundles registers: the interceptors' workflow spans, made in the
+ * sandbox, reach the process's span processor through `exporter` (a worker without it logs an error per span).
+ */
+export function workflowSinks(): InjectedSinks<{ exporter: OpenTelemetryWorkflowExporter }> {
+  const tracing = startTracing('agent-execution-worker');
+  return { exporter: makeWorkflowExporter(tracing.processor, tracing.resource) };
+}
 
 const quiet = new DefaultLogger('WARN', (entry) => logger.warn({ sdk: 'temporal-bundler' }, entry.message));
 
@@ -21,7 +35,7 @@ export function workflowBundle(workflowsPath: string): Promise<WorkflowBundleOpt
   const built = prebuilt(workflowsPath);
   if (workflowsPath.endsWith('.js') && existsSync(built.codePath)) return Promise.resolve(built);
   let bundle = made.get(workflowsPath);
-  if (!bundle) made.set(workflowsPath, (bundle = bundleWorkflowCode({ workflowsPath, logger: quiet })));
+  if (!bundle) made.set(workflowsPath, (bundle = bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: quiet })));
   return bundle;
 }
 
@@ -29,7 +43,7 @@ export function workflowBundle(workflowsPath: string): Promise<WorkflowBundleOpt
 async function main(): Promise<void> {
   for (const entry of process.argv.slice(2)) {
     const workflowsPath = path.resolve(entry);
-    const { code } = await bundleWorkflowCode({ workflowsPath, logger: quiet });
+    const { code } = await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: quiet });
     writeFileSync(prebuilt(workflowsPath).codePath, code);
   }
 }

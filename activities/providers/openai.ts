@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParams, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { ZERO_USAGE, type Usage } from '../../domain/usage';
+import { traceHeaders } from '../../infra/tracing';
 import { ProviderError, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './types';
 
 function usageOf(raw: OpenAI.CompletionUsage | null | undefined): Usage {
@@ -36,7 +37,8 @@ function toWire(message: ChatMessage): ChatCompletionMessageParam {
 
 /**
  * Any OpenAI-compatible Chat Completions endpoint through the official client. Retries belong to
- * Temporal, so the client never retries on its own.
+ * Temporal, so the client never retries on its own. Each request carries the calling activity's
+ * `traceparent`, so a provider that traces sees the run's trace id.
  */
 export class OpenAIProvider implements ModelProvider {
   readonly name = 'openai' as const;
@@ -66,7 +68,7 @@ export class OpenAIProvider implements ModelProvider {
   }
 
   private async whole(params: ChatCompletionCreateParams, signal?: AbortSignal): Promise<ModelReply> {
-    const completion = await this.client.chat.completions.create({ ...params, stream: false }, { signal });
+    const completion = await this.client.chat.completions.create({ ...params, stream: false }, { signal, headers: traceHeaders() });
     const message = completion.choices[0]?.message;
     const toolCalls: ToolCall[] = (message?.tool_calls ?? []).flatMap((c) =>
       c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [],
@@ -77,7 +79,7 @@ export class OpenAIProvider implements ModelProvider {
   private async streamed(params: ChatCompletionCreateParams, request: ModelRequest): Promise<ModelReply> {
     const stream = await this.client.chat.completions.create(
       { ...params, stream: true, stream_options: { include_usage: true } },
-      { signal: request.signal },
+      { signal: request.signal, headers: traceHeaders() },
     );
     let text = '';
     let model = params.model;

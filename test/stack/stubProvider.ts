@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { LoopbackServer, readJson } from './loopbackServer';
 
 /**
@@ -22,6 +22,8 @@ export interface StubReply {
 export interface RecordedRequest {
   /** As the provider received it; tests read arbitrary fields of it. */
   body: Record<string, any>;
+  /** Its headers (lowercase names), such as the `traceparent` the service sends. */
+  headers: IncomingHttpHeaders;
   /** True when the client went away before the reply finished. */
   aborted: boolean;
 }
@@ -85,7 +87,7 @@ export class StubProvider extends LoopbackServer {
   private async complete(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readJson(req);
     const script = this.script(String(body.model));
-    const recorded: RecordedRequest = { body, aborted: false };
+    const recorded: RecordedRequest = { body, headers: req.headers, aborted: false };
     script.requests.push(recorded);
     res.on('close', () => {
       if (!res.writableFinished) recorded.aborted = true;
