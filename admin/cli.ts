@@ -22,6 +22,7 @@ const USAGE = `usage: admin <command> [options]
   agent publish --agent ID
   agent set-status --agent ID --status S
   member create --workspace ID --email E [--role owner|developer|viewer]   (prints a one-time set-up link for the dashboard)
+  member revoke --id MEMBER_ID   (ends their dashboard sessions and OAuth grants and tokens)
   job watch --job ID   (a progress bar on stderr until the job ends; its record on stdout)`;
 
 const OPTIONS = {
@@ -80,6 +81,9 @@ async function run(argv: string[]): Promise<unknown> {
     case 'member create':
       required(v, 'workspace', 'email');
       return admin.createMember({ workspace: v.workspace!, email: v.email!, role: v.role });
+    case 'member revoke':
+      required(v, 'id');
+      return admin.revokeMember({ id: v.id! });
     case 'partner create':
       required(v, 'name');
       return admin.createPartner({ name: v.name!, webhookRate: v['webhook-rate'] });

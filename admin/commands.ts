@@ -8,7 +8,9 @@ import { findPartner, insertPartner } from '../db/partners';
 import { creditWorkspace as addCredits, findWorkspace, insertWorkspace } from '../db/workspaces';
 import { parseAgentConfig } from '../api/validation/agentConfig';
 import { ROLES, SETUP_TTL_MS, isRole, secretToken, tokenHash } from '../domain/members';
-import { insertMember } from '../db/members';
+import { insertMember, revokeMember as writeMemberRevocation } from '../db/members';
+import { revokeAccount } from '../db/oauthModels';
+import { transaction } from '../db/sql';
 import { config } from '../infra/config';
 
 /** A refusal the CLI prints as an error object and exits non-zero on. */
@@ -148,6 +150,19 @@ export async function createMember(o: { workspace: string; email: string; role?:
   if (!member) throw new AdminError(`a member with the email ${o.email} already exists`);
   const setupUrl = new URL(`/dashboard/setup?token=${setupToken}`, config().publicBaseUrl).href;
   return { id: member.publicId, workspace: workspace.publicId, email: member.email, role: member.role, setup_url: setupUrl, setup_expires_at: setupExpiresAt.toISOString() };
+}
+
+/**
+ * Revokes a member: their dashboard sessions end (the session lookup joins on revoked_at), and their
+ * OAuth grants, codes and tokens are deleted with it (access tokens also check the member on use;
+ * other API instances may honour one already resolved for up to CREDENTIAL_CACHE_MS).
+ */
+export async function revokeMember(o: { id: string }) {
+  const { member, oauthRows } = await transaction(async (sql) => {
+    const member = await found(writeMemberRevocation(o.id, sql), 'member', o.id);
+    return { member, oauthRows: await revokeAccount(member.publicId, sql) };
+  });
+  return { id: member.publicId, revoked_at: member.revokedAt.toISOString(), oauth_rows_deleted: oauthRows };
 }
 
 /** The whole scope registry (DESIGN.md §3), `ops:` ones included, so clients can grant scopes without guessing names. */

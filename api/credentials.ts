@@ -3,6 +3,8 @@ import { hashApiKey, looksLikeApiKey } from '../domain/apiKeys';
 import { ServiceError } from '../domain/errors';
 import { isScope, isStaffScope, type Scope } from '../domain/scopes';
 import { findLiveKeyByHash, touchKey } from '../db/apiKeys';
+import { principalFromAccessToken, wwwAuthenticate } from './oauth/accessTokens';
+import type { Audience } from './oauth/resources';
 import type { Principal } from './state';
 
 /** How long a resolved key is trusted before it is read again: revocation takes effect within this. */
@@ -46,22 +48,34 @@ function touch(keyKey: number, now: number): void {
   touchKey(keyKey).catch(() => lastUsedWritten.delete(keyKey));
 }
 
-const unauthenticated = () => new ServiceError('authentication_error', 'Missing or invalid credential: send Authorization: Bearer <API key>.');
+/** A 401 whose challenge names the resource's OAuth metadata (RFC 9728), so an OAuth client can discover how to get a token. */
+const unauthenticated = (audience: Audience, sent: boolean) =>
+  new ServiceError('authentication_error', 'Missing or invalid credential: send Authorization: Bearer <API key or OAuth access token>.', {
+    'WWW-Authenticate': wwwAuthenticate(audience, sent ? { error: 'invalid_token' } : {}),
+  });
 
-/** Resolves a bearer credential to its principal, or throws 401 for missing, unknown, expired or revoked keys. */
-export async function authenticate(authorization: string | undefined): Promise<Principal> {
+/**
+ * Resolves a bearer credential to its principal, or throws 401 for missing, unknown, expired or
+ * revoked ones. A value shaped like an API key is a key; anything else is tried as an OAuth access
+ * token, which must have been issued for `audience` (the v2 API's, unless the caller says otherwise):
+ * a token for /mcp is refused on the v2 API and the other way round.
+ */
+export async function authenticate(authorization: string | undefined, audience: Audience = 'api'): Promise<Principal> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-  if (!match || !looksLikeApiKey(match[1])) throw unauthenticated();
-  const hash = hashApiKey(match[1]);
+  if (!match) throw unauthenticated(audience, Boolean(authorization));
+  const isKey = looksLikeApiKey(match[1]);
+  // Tokens are cached per audience: the same value resolves for one and not the other.
+  const cacheKey = isKey ? hashApiKey(match[1]) : `${audience}:${hashApiKey(match[1])}`;
   const now = Date.now();
-  let entry = known.get(hash) ?? unknown.get(hash);
+  let entry = known.get(cacheKey) ?? unknown.get(cacheKey);
   if (!entry || entry.until <= now) {
-    entry = { principal: await load(hash), until: now + CREDENTIAL_CACHE_MS };
-    (entry.principal ? known : unknown).set(hash, entry);
+    const principal = isKey ? await load(cacheKey) : ((await principalFromAccessToken(match[1], audience)) ?? null);
+    entry = { principal, until: now + CREDENTIAL_CACHE_MS };
+    (entry.principal ? known : unknown).set(cacheKey, entry);
   }
   const principal = entry.principal;
-  if (!principal || (principal.expiresAt !== null && principal.expiresAt <= now)) throw unauthenticated();
-  touch(principal.keyKey!, now); // a key resolved it, so it has a key
+  if (!principal || (principal.expiresAt !== null && principal.expiresAt <= now)) throw unauthenticated(audience, true);
+  if (principal.keyKey !== null) touch(principal.keyKey, now);
   return principal;
 }
 

@@ -55,3 +55,40 @@ export async function completeSetup(setupTokenHash: string, passwordHash: string
   const [row] = await on.rows<MemberRecord>(SET_UP, [setupTokenHash, passwordHash]);
   return row;
 }
+
+/** An unrevoked member with their workspace, as an OAuth access token's principal needs them. */
+export interface LiveMember {
+  id: number;
+  publicId: string;
+  role: Role;
+  workspace: { id: number; publicId: string; tenantRef: string | null; partnerPublicId: string | null };
+}
+
+const LIVE_WITH_WORKSPACE = statement(
+  `SELECT m.id, m.public_id, m.role, w.id AS ws_key, w.public_id AS ws_id, w.tenant_ref, p.public_id AS ws_partner
+     FROM members m
+     JOIN workspaces w ON w.id = m.workspace_id
+     LEFT JOIN partners p ON p.id = w.partner_id
+    WHERE m.public_id = $1 AND m.revoked_at IS NULL`,
+);
+
+export async function findLiveMember(publicId: string, on: Sql = sql): Promise<LiveMember | undefined> {
+  const [row] = await on.rows<Record<string, any>>(LIVE_WITH_WORKSPACE, [publicId]);
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    publicId: row.public_id,
+    role: row.role,
+    workspace: { id: row.ws_key, publicId: row.ws_id, tenantRef: row.tenant_ref, partnerPublicId: row.ws_partner },
+  };
+}
+
+const REVOKE = statement(
+  `UPDATE members SET revoked_at = coalesce(revoked_at, now()) WHERE public_id = $1 RETURNING public_id AS "publicId", revoked_at AS "revokedAt"`,
+);
+
+/** Revokes a member (once: a second revocation keeps the first time); undefined when there is no such member. */
+export async function revokeMember(publicId: string, on: Sql = sql): Promise<{ publicId: string; revokedAt: Date } | undefined> {
+  const [row] = await on.rows<{ publicId: string; revokedAt: Date }>(REVOKE, [publicId]);
+  return row;
+}

@@ -85,7 +85,10 @@ export async function htmlErrors(ctx: Context, next: Next): Promise<void> {
   }
 }
 
-/** A same-site dashboard path to return to after sign-in; anything else (another site, say) goes home. */
+/**
+ * A same-site path to return to after sign-in: a dashboard page, or an OAuth authorization's consent
+ * page (api/oauth/interactions.ts); anything else (another site, say) goes home.
+ */
 export function safeReturnPath(next: string | null | undefined): string {
-  return next && /^\/dashboard(\/[^/\\]|$|\?)/.test(next) ? next : '/dashboard';
+  return next && (/^\/dashboard(\/[^/\\]|$|\?)/.test(next) || /^\/oauth\/interaction\/[A-Za-z0-9_-]+$/.test(next)) ? next : '/dashboard';
 }
