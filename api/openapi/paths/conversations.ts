@@ -1,0 +1,90 @@
+import { CHANNELS } from '../../validation/runtimeInput';
+import { cursorList } from '../components';
+import { EXECUTION_ERRORS, executionResponses, IDEMPOTENCY_KEY, runtimeInput } from '../execution';
+import { closed, constant, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { json, jsonBody, operation, pathParam, queryParam, type Resource } from '../operation';
+
+const id = pathParam('id', { type: 'string' }, 'The conversation id (`conv_…`).');
+
+export const conversations: Resource = {
+  schemas: {
+    Conversation: closed({
+      id: publicId('conversation'),
+      object: constant('conversation'),
+      agent: orNull(string({ description: 'The conversation\'s assistant; null when it has none.' })),
+      channel: oneOfValues(CHANNELS),
+      external_ref: orNull(string()),
+      created_at: timestamp(),
+    }),
+    Message: closed({
+      id: publicId('message', 'Also the cursor of the message list (`after`).'),
+      object: constant('message'),
+      conversation: publicId('conversation'),
+      role: oneOfValues(['user', 'assistant']),
+      content: { description: 'The user\'s input (a string or a structured payload), or the assistant\'s output items.' },
+      run: orNull(publicId('run')),
+      created_at: timestamp(),
+    }),
+  },
+  paths: {
+    '/api/v2/conversations': {
+      post: operation('post', {
+        id: 'createConversation',
+        summary: 'Open or resolve a conversation',
+        description: 'Opens a conversation (201), or resolves the one `external_ref` already names (200).',
+        tag: 'Conversations',
+        access: { credential: 'workspace', scopes: ['conversations:create'] },
+        body: jsonBody(
+          closed(
+            {
+              agent: string({ minLength: 1, maxLength: 200, description: 'The assistant; a conversation without one cannot run messages.' }),
+              channel: oneOfValues(CHANNELS),
+              external_ref: string({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$' }),
+            },
+            { required: [] },
+          ),
+        ),
+        responses: { '201': json('Opened.', ref('Conversation')), '200': json('`external_ref` resolved an existing conversation.', ref('Conversation')) },
+        errors: ['agent_not_found'],
+      }),
+    },
+    '/api/v2/conversations/{id}': {
+      get: operation('get', {
+        id: 'getConversation',
+        summary: 'Read a conversation',
+        tag: 'Conversations',
+        access: { credential: 'workspace', scopes: ['conversations:read'] },
+        parameters: [id],
+        responses: { '200': json('The conversation.', ref('Conversation')) },
+        errors: ['conversation_not_found'],
+      }),
+    },
+    '/api/v2/conversations/{id}/messages': {
+      post: operation('post', {
+        id: 'createMessage',
+        summary: 'Post a message (runs the conversation\'s agent)',
+        description: 'Runs the conversation\'s assistant on a new message; the stream contract is the one of every execution endpoint. A different `agent` in the body is a 400; a conversation without an assistant is 409 `agent_not_available`.',
+        tag: 'Execution',
+        access: { credential: 'workspace', scopes: ['messages:create'] },
+        parameters: [id, IDEMPOTENCY_KEY],
+        body: jsonBody(runtimeInput('optional', 'The runtime input; the agent is the conversation\'s.')),
+        responses: executionResponses(),
+        errors: [...EXECUTION_ERRORS, 'conversation_not_found'],
+      }),
+      get: operation('get', {
+        id: 'listMessages',
+        summary: 'List a conversation\'s messages',
+        description: 'Oldest first, paged by `after` (a message id); `next_cursor` is the last message id of the page, null on the last page.',
+        tag: 'Conversations',
+        access: { credential: 'workspace', scopes: ['messages:read'] },
+        parameters: [
+          id,
+          queryParam('after', { type: 'string', pattern: '^msg_[0-9a-z]{26}$' }, 'A message id: the page starts after it.'),
+          queryParam('limit', { type: 'integer', minimum: 1, maximum: 100, default: 20 }, 'Above 100 is a 400 (not clamped).'),
+        ],
+        responses: { '200': json('A page of messages.', cursorList(ref('Message'))) },
+        errors: ['conversation_not_found'],
+      }),
+    },
+  },
+};

@@ -1,0 +1,72 @@
+import { EXTRACTION_STATUSES } from '../../../domain/extractions';
+import { MAX_EXTRACTION_LIMIT } from '../../routes/extractions/schema';
+import { cursorList, cursorParam, limitParam } from '../components';
+import { IDEMPOTENCY_KEY, replayMarker } from '../execution';
+import { anyObject, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { json, jsonBody, LOCATION, operation, pathParam, queryParam, type Resource } from '../operation';
+
+export const extractions: Resource = {
+  schemas: {
+    Extraction: closed({
+      id: publicId('extraction'),
+      object: constant('extraction'),
+      document: publicId('document'),
+      agent: string(),
+      status: oneOfValues(EXTRACTION_STATUSES),
+      schema: anyObject(),
+      instructions: orNull(string()),
+      progress: closed({ segments_total: integer({ minimum: 0 }), segments_done: integer({ minimum: 0 }) }),
+      runs: { type: 'array', items: publicId('run'), description: 'One run per segment.' },
+      result: { description: 'The merged value; null until completed.' },
+      error: failureRecord(),
+      created_at: timestamp(),
+      started_at: orNull(timestamp()),
+      completed_at: orNull(timestamp()),
+    }),
+  },
+  paths: {
+    '/api/v2/extractions': {
+      post: operation('post', {
+        id: 'createExtraction',
+        summary: 'Extract structured data from a document',
+        description: 'Runs the agent (or the built-in extraction agent) over the document\'s text, segment by segment, and merges what each found. Needs credit.',
+        tag: 'Extractions',
+        access: { credential: 'workspace', scopes: ['extractions:create'] },
+        parameters: [IDEMPOTENCY_KEY],
+        body: jsonBody(
+          closed(
+            {
+              document: publicId('document', 'An uploaded document of a type ingestion reads.'),
+              schema: anyObject('The JSON Schema of what to draw from it (checked like a run\'s `response_format`).'),
+              agent: string({ minLength: 1, maxLength: 200 }),
+              instructions: string({ minLength: 1, maxLength: 4000 }),
+            },
+            { required: ['document', 'schema'] },
+          ),
+        ),
+        responses: { '202': json('Accepted: the extraction as it stands; poll `Location`.', ref('Extraction'), { ...LOCATION, ...replayMarker('Idempotent-Replay') }) },
+        errors: ['document_not_found', 'document_not_uploaded', 'agent_not_found', 'agent_not_available', 'usage_blocked', 'idempotency_conflict'],
+      }),
+      get: operation('get', {
+        id: 'listExtractions',
+        summary: 'List extractions',
+        description: 'Newest first. A document of another workspace gives an empty page, never 403.',
+        tag: 'Extractions',
+        access: { credential: 'workspace', scopes: ['extractions:read'] },
+        parameters: [limitParam(MAX_EXTRACTION_LIMIT), cursorParam, queryParam('status', oneOfValues(EXTRACTION_STATUSES), 'An unknown value is a 400.'), queryParam('document', publicId('document'))],
+        responses: { '200': json('A page of extractions.', cursorList(ref('Extraction'))) },
+      }),
+    },
+    '/api/v2/extractions/{id}': {
+      get: operation('get', {
+        id: 'getExtraction',
+        summary: 'Read an extraction',
+        tag: 'Extractions',
+        access: { credential: 'workspace', scopes: ['extractions:read'] },
+        parameters: [pathParam('id', publicId('extraction'))],
+        responses: { '200': json('The extraction.', ref('Extraction')) },
+        errors: ['extraction_not_found'],
+      }),
+    },
+  },
+};

@@ -1,0 +1,85 @@
+import { COLLECTION_NAME, COLLECTION_NAME_RULE, INGESTION_STATUSES } from '../../../domain/knowledge';
+import { MAX_INGESTION_LIMIT, MAX_SEARCH_LIMIT } from '../../routes/knowledge/schema';
+import { cursorList, cursorParam, limitParam } from '../components';
+import { IDEMPOTENCY_KEY, replayMarker } from '../execution';
+import { boolean, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { json, jsonBody, LOCATION, operation, pathParam, queryParam, type Resource } from '../operation';
+
+export const knowledge: Resource = {
+  schemas: {
+    KnowledgeIngestion: closed({
+      id: publicId('ingestion'),
+      object: constant('knowledge.ingestion'),
+      document: publicId('document'),
+      collection: string(),
+      status: oneOfValues(INGESTION_STATUSES),
+      progress: closed({ bytes_total: integer({ minimum: 0 }), bytes_processed: integer({ minimum: 0 }), chunks_indexed: integer({ minimum: 0 }) }),
+      reused: boolean({ description: 'The same bytes were indexed already by the same pipeline: no work was done.' }),
+      error: failureRecord(),
+      created_at: timestamp(),
+      started_at: orNull(timestamp()),
+      completed_at: orNull(timestamp()),
+    }),
+  },
+  paths: {
+    '/api/v2/knowledge/ingestions': {
+      post: operation('post', {
+        id: 'createIngestion',
+        summary: 'Turn a document into knowledge',
+        description: 'Ingests an uploaded document into a collection (which comes into being with its first ingestion); the caller polls the record. A second request while one is queued or running for the same document and collection answers with that one.',
+        tag: 'Knowledge',
+        access: { credential: 'workspace', scopes: ['knowledge:write'] },
+        parameters: [IDEMPOTENCY_KEY],
+        body: jsonBody(closed({ document: publicId('document'), collection: string({ pattern: COLLECTION_NAME.source, description: `${COLLECTION_NAME_RULE}.` }) })),
+        responses: { '202': json('Accepted: the ingestion as it stands.', ref('KnowledgeIngestion'), { ...LOCATION, ...replayMarker('Idempotency-Replayed') }) },
+        errors: ['document_not_found', 'document_not_uploaded', 'idempotency_conflict'],
+      }),
+      get: operation('get', {
+        id: 'listIngestions',
+        summary: 'List knowledge ingestions',
+        description: 'Newest first. A document of another workspace gives an empty page.',
+        tag: 'Knowledge',
+        access: { credential: 'workspace', scopes: ['knowledge:read'] },
+        parameters: [limitParam(MAX_INGESTION_LIMIT), cursorParam, queryParam('status', oneOfValues(INGESTION_STATUSES), 'An unknown value is a 400.'), queryParam('document', publicId('document'))],
+        responses: { '200': json('A page of ingestions.', cursorList(ref('KnowledgeIngestion'))) },
+      }),
+    },
+    '/api/v2/knowledge/search': {
+      post: operation('post', {
+        id: 'searchKnowledge',
+        summary: 'Search knowledge',
+        description: 'The passages a run would retrieve for this query: the same full-text index and ranking. Collections that do not exist hold nothing (an empty list, never a 404).',
+        tag: 'Knowledge',
+        access: { credential: 'workspace', scopes: ['knowledge:read'] },
+        body: jsonBody(
+          closed(
+            {
+              query: string({ minLength: 1, maxLength: 1000 }),
+              collections: { type: 'array', minItems: 1, maxItems: 20, items: string({ pattern: COLLECTION_NAME.source }) },
+              limit: integer({ minimum: 1, maximum: MAX_SEARCH_LIMIT }),
+              document: publicId('document', 'Narrows the search to this document.'),
+            },
+            { required: ['query', 'collections'] },
+          ),
+        ),
+        responses: {
+          '200': json(
+            'The passages, best first.',
+            closed({ object: constant('list'), data: { type: 'array', items: closed({ object: constant('passage'), rank: integer({ minimum: 1 }), chunk: publicId('chunk'), document: publicId('document'), name: string(), text: string() }) } }),
+          ),
+        },
+      }),
+    },
+    '/api/v2/knowledge/ingestions/{id}': {
+      get: operation('get', {
+        id: 'getIngestion',
+        summary: 'Read a knowledge ingestion',
+        tag: 'Knowledge',
+        access: { credential: 'workspace', scopes: ['knowledge:read'] },
+        parameters: [pathParam('id', publicId('ingestion'))],
+        responses: { '200': json('The ingestion.', ref('KnowledgeIngestion')) },
+        errors: ['ingestion_not_found'],
+      }),
+    },
+  },
+};

@@ -1,0 +1,39 @@
+import { MAX_LOG_LIMIT } from '../../routes/logs/schema';
+import { cursorList, cursorParam, limitParam } from '../components';
+import { closed, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { json, operation, type Resource } from '../operation';
+import { RUN_STATUSES } from '../errors';
+
+export const logs: Resource = {
+  schemas: {
+    LogEntry: closed(
+      {
+        id: publicId('log'),
+        run: publicId('run'),
+        agent: string(),
+        status: oneOfValues(RUN_STATUSES),
+        latency_ms: integer({ minimum: 0 }),
+        model: string(),
+        usage: ref('Usage'),
+        tool_names: { type: 'array', items: string() },
+        error_code: orNull(ref('ErrorCode')),
+        knowledge: { type: 'array', description: 'What retrieval used: ids and ranks, never text.', items: closed({ chunk: publicId('chunk'), document: publicId('document'), rank: integer() }) },
+        created_at: timestamp(),
+      },
+      { description: 'Execution metadata of one run; never transcript content.' },
+    ),
+  },
+  paths: {
+    '/api/v2/logs': {
+      get: operation('get', {
+        id: 'listLogs',
+        summary: 'List execution logs',
+        description: 'Newest first. Pages with `cursor` in and `next` out.',
+        tag: 'Logs',
+        access: { credential: 'workspace', scopes: ['logs:read'] },
+        parameters: [limitParam(MAX_LOG_LIMIT), cursorParam],
+        responses: { '200': json('A page of log entries.', cursorList(ref('LogEntry'), 'next')) },
+      }),
+    },
+  },
+};

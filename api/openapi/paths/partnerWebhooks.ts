@@ -1,0 +1,191 @@
+import { EVENT_TYPES, WEBHOOK_API_VERSIONS } from '../../../domain/events';
+import { DELIVERY_STATUSES, ENDPOINT_STATUSES } from '../../../domain/webhooks';
+import { MAX_DELIVERY_LIMIT } from '../../routes/partnerWebhooks/schema';
+import { cursorList, cursorParam, limitParam } from '../components';
+import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp, type JsonSchema } from '../jsonSchema';
+import { json, jsonBody, operation, pathParam, queryParam, type Resource } from '../operation';
+
+const BASE = '/api/v1/partner/webhooks';
+const reads = { credential: 'partner', scopes: ['webhooks:read'] } as const;
+const writes = { credential: 'partner', scopes: ['webhooks:write'] } as const;
+const endpointId = pathParam('id', publicId('webhookEndpoint'));
+const deliveryId = pathParam('id', publicId('delivery'));
+const SLASH = 'The spec writes partner paths with a trailing slash; both spellings are served.';
+
+const enabledEvents = { type: 'array', minItems: 1, maxItems: EVENT_TYPES.length + 1, items: { type: 'string', enum: ['*', ...EVENT_TYPES] }, description: '`*` means all. Repeats are dropped.' };
+const description = string({ maxLength: 500 });
+
+const endpoint: Record<string, JsonSchema> = {
+  id: publicId('webhookEndpoint'),
+  object: constant('webhook_endpoint'),
+  url: string({ format: 'uri' }),
+  status: oneOfValues(ENDPOINT_STATUSES),
+  api_version: string({ description: 'Fixed per endpoint.' }),
+  enabled_events: { type: 'array', items: string() },
+  permitted_events: { type: 'array', items: oneOfValues(EVENT_TYPES), description: 'What the creating key\'s scopes let it receive: deliveries never go beyond these.' },
+  description: string(),
+  secret_hint: string({ description: 'The last four characters of the secret.' }),
+  previous_secret_expires_at: orNull(timestamp('Until when a rotated-out secret still signs.')),
+  disabled_reason: orNull(string()),
+  created_at: timestamp(),
+};
+const secret = string({ pattern: '^whsec_', description: 'Returned only here, once.' });
+
+export const partnerWebhooks: Resource = {
+  schemas: {
+    WebhookEndpoint: closed(endpoint),
+    WebhookEndpointWithSecret: closed({ ...endpoint, secret }),
+    WebhookDelivery: closed({
+      id: publicId('delivery'),
+      object: constant('webhook_delivery'),
+      endpoint: publicId('webhookEndpoint'),
+      event: closed({ id: publicId('event'), type: oneOfValues(EVENT_TYPES) }),
+      tenant: publicId('workspace'),
+      tenant_ref: string({ description: 'The partner\'s own identifier for the merchant (empty when it has none).' }),
+      status: oneOfValues(DELIVERY_STATUSES),
+      attempts: integer({ minimum: 0 }),
+      last_status_code: orNull(integer()),
+      last_latency_ms: orNull(integer()),
+      last_error: orNull(string()),
+      attempt_log: {
+        type: 'array',
+        items: closed({ attempt: integer({ minimum: 1 }), status_code: orNull(integer()), latency_ms: integer({ minimum: 0 }), error: orNull(string()), held_ms: integer({ minimum: 0 }), attempted_at: timestamp() }),
+      },
+      created_at: timestamp(),
+      last_attempt_at: orNull(timestamp()),
+      completed_at: orNull(timestamp()),
+    }),
+  },
+  paths: {
+    [`${BASE}/endpoints`]: {
+      post: operation('post', {
+        id: 'createWebhookEndpoint',
+        summary: 'Register a webhook endpoint',
+        description: `\`url\` must be https and resolve only to public addresses (private, loopback and link-local are refused with a 400). What it receives is bounded by the scopes of the key that creates it. At most 10 endpoints per partner. ${SLASH}`,
+        tag: 'Partner webhooks',
+        access: writes,
+        body: jsonBody(
+          closed(
+            { url: string({ minLength: 1, maxLength: 2048, format: 'uri' }), enabled_events: enabledEvents, description, api_version: { ...oneOfValues(WEBHOOK_API_VERSIONS), default: WEBHOOK_API_VERSIONS[0] } },
+            { required: ['url', 'enabled_events'] },
+          ),
+        ),
+        responses: { '201': json('The endpoint, with its secret (shown this once).', ref('WebhookEndpointWithSecret')) },
+        errors: ['webhook_endpoint_limit_reached'],
+      }),
+      get: operation('get', {
+        id: 'listWebhookEndpoints',
+        summary: 'List webhook endpoints',
+        description: SLASH,
+        tag: 'Partner webhooks',
+        access: reads,
+        responses: { '200': json('Every endpoint of the partner (never a secret).', closed({ object: constant('list'), data: { type: 'array', items: ref('WebhookEndpoint') }, has_more: { type: 'boolean', const: false } })) },
+      }),
+    },
+    [`${BASE}/endpoints/{id}`]: {
+      get: operation('get', {
+        id: 'getWebhookEndpoint',
+        summary: 'Read a webhook endpoint',
+        description: `Another partner's endpoint answers like a missing one. ${SLASH}`,
+        tag: 'Partner webhooks',
+        access: reads,
+        parameters: [endpointId],
+        responses: { '200': json('The endpoint.', ref('WebhookEndpoint')) },
+        errors: ['webhook_endpoint_not_found'],
+      }),
+      patch: operation('patch', {
+        id: 'updateWebhookEndpoint',
+        summary: 'Change a webhook endpoint',
+        description: `Any of \`enabled_events\`, \`status\` (\`active\` re-enables a disabled endpoint), \`description\`; at least one. ${SLASH}`,
+        tag: 'Partner webhooks',
+        access: writes,
+        parameters: [endpointId],
+        body: jsonBody({ ...closed({ enabled_events: enabledEvents, status: oneOfValues(ENDPOINT_STATUSES), description }, { required: [] }), minProperties: 1 }),
+        responses: { '200': json('The endpoint.', ref('WebhookEndpoint')) },
+        errors: ['webhook_endpoint_not_found'],
+      }),
+      delete: operation('delete', {
+        id: 'deleteWebhookEndpoint',
+        summary: 'Remove a webhook endpoint',
+        description: `Its deliveries stay listed. ${SLASH}`,
+        tag: 'Partner webhooks',
+        access: writes,
+        parameters: [endpointId],
+        responses: { '200': json('Removed.', closed({ id: publicId('webhookEndpoint'), object: constant('webhook_endpoint'), deleted: { type: 'boolean', const: true } })) },
+        errors: ['webhook_endpoint_not_found'],
+      }),
+    },
+    [`${BASE}/endpoints/{id}/rotate-secret`]: {
+      post: operation('post', {
+        id: 'rotateWebhookSecret',
+        summary: 'Rotate an endpoint\'s secret',
+        description: `Issues a new secret; the old one keeps signing for 24 hours (deliveries carry both signatures). ${SLASH}`,
+        tag: 'Partner webhooks',
+        access: writes,
+        parameters: [endpointId],
+        responses: { '200': json('The endpoint with its new secret (shown this once).', ref('WebhookEndpointWithSecret')) },
+        errors: ['webhook_endpoint_not_found'],
+      }),
+    },
+    [`${BASE}/endpoints/{id}/recover`]: {
+      post: operation('post', {
+        id: 'recoverWebhookDeliveries',
+        summary: 'Send a window of failed deliveries again',
+        description: `Every \`failed\` or \`skipped\` delivery to the endpoint from \`since\` to \`until\` (default now; at most 30 days apart) is sent again by a workflow (the answer's id). The endpoint must be active. ${SLASH}`,
+        tag: 'Partner webhooks',
+        access: writes,
+        parameters: [endpointId],
+        body: jsonBody(closed({ since: timestamp(), until: timestamp() }, { required: ['since'] })),
+        responses: {
+          '202': json(
+            'The recovery, queued.',
+            closed({ id: publicId('recovery'), object: constant('webhook_recovery'), endpoint: publicId('webhookEndpoint'), since: timestamp(), until: timestamp(), status: constant('queued') }),
+          ),
+        },
+        errors: ['webhook_endpoint_not_found', 'webhook_endpoint_disabled'],
+      }),
+    },
+    [`${BASE}/deliveries`]: {
+      get: operation('get', {
+        id: 'listWebhookDeliveries',
+        summary: 'List recent deliveries',
+        description: `Newest first, each with \`tenant_ref\`. Merchants cannot see, list or replay them. ${SLASH}`,
+        tag: 'Partner webhooks',
+        access: reads,
+        parameters: [
+          limitParam(MAX_DELIVERY_LIMIT),
+          cursorParam,
+          queryParam('status', oneOfValues(DELIVERY_STATUSES), 'An unknown value is a 400.'),
+          queryParam('event_type', oneOfValues(EVENT_TYPES)),
+          queryParam('tenant_ref', string({ maxLength: 200 })),
+          queryParam('endpoint', publicId('webhookEndpoint')),
+        ],
+        responses: { '200': json('A page of deliveries.', cursorList(ref('WebhookDelivery'))) },
+      }),
+    },
+    [`${BASE}/deliveries/{id}`]: {
+      get: operation('get', {
+        id: 'getWebhookDelivery',
+        summary: 'Read a delivery',
+        description: SLASH,
+        tag: 'Partner webhooks',
+        access: reads,
+        parameters: [deliveryId],
+        responses: { '200': json('The delivery with every attempt.', ref('WebhookDelivery')) },
+        errors: ['webhook_delivery_not_found'],
+      }),
+    },
+    [`${BASE}/deliveries/{id}/resend`]: {
+      post: operation('post', {
+        id: 'resendWebhookDelivery',
+        summary: 'Resend a delivery',
+        description: `Attempted anew (attempts numbered on), signed with the current secrets. A delivery still being attempted is 409 \`webhook_delivery_in_progress\`; to a disabled or deleted endpoint, 409 \`webhook_endpoint_disabled\`. ${SLASH}`,
+        tag: 'Partner webhooks',
+        access: writes,
+        parameters: [deliveryId],
+        responses: { '202': json('The delivery, `pending` again.', ref('WebhookDelivery')) },
+        errors: ['webhook_delivery_not_found', 'webhook_endpoint_disabled', 'webhook_delivery_in_progress'],
+      }),
+    },
+  },
+};

@@ -1,0 +1,77 @@
+import { MAX_REPORT_LIMIT } from '../../routes/reports/schema';
+import { cursorList, cursorParam, limitParam } from '../components';
+import { IDEMPOTENCY_KEY, replayMarker } from '../execution';
+import { anyObject, closed, constant, failureRecord, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { json, jsonBody, LOCATION, operation, pathParam, type Resource } from '../operation';
+
+const FORMATS = ['json', 'text', 'markdown'];
+
+export const reports: Resource = {
+  schemas: {
+    Report: closed({
+      id: publicId('report'),
+      object: constant('report'),
+      name: string(),
+      agent: string(),
+      format: oneOfValues(FORMATS),
+      status: oneOfValues(['queued', 'running', 'completed', 'failed']),
+      run: publicId('run', 'The run that makes it (readable with `reports:create`).'),
+      result: { description: 'The JSON value (`json`) or the text (`text`, `markdown`); null until completed.' },
+      error: failureRecord(),
+      metadata: anyObject(),
+      created_at: timestamp(),
+      completed_at: orNull(timestamp()),
+    }),
+  },
+  paths: {
+    '/api/v2/reports': {
+      post: operation('post', {
+        id: 'createReport',
+        summary: 'Create a report',
+        description: 'An agent does a task once, outside any conversation; the answer is kept as `result`. `format` `json` needs a `schema` (checked like a run\'s `response_format`, before authorization); other formats take none.',
+        tag: 'Reports',
+        access: { credential: 'workspace', scopes: ['reports:create'] },
+        parameters: [IDEMPOTENCY_KEY],
+        body: jsonBody({
+          ...closed(
+            {
+              agent: string({ minLength: 1, maxLength: 200 }),
+              name: string({ minLength: 1, maxLength: 200 }),
+              task: string({ minLength: 1, maxLength: 20000 }),
+              inputs: anyObject('Data for the task.'),
+              format: { ...oneOfValues(FORMATS), default: 'text' },
+              schema: anyObject('The JSON Schema of the result (object root); only with `format` `json`.'),
+              metadata: anyObject(),
+            },
+            { required: ['agent', 'name', 'task'] },
+          ),
+          if: { properties: { format: { const: 'json' } }, required: ['format'] },
+          then: { required: ['schema'] },
+          else: { not: { required: ['schema'] } },
+        }),
+        responses: { '202': json('Accepted: the report as it stands; poll `Location`.', ref('Report'), { ...LOCATION, ...replayMarker('Idempotent-Replay') }) },
+        errors: ['agent_not_found', 'agent_not_available', 'usage_blocked', 'idempotency_conflict'],
+      }),
+      get: operation('get', {
+        id: 'listReports',
+        summary: 'List reports',
+        description: 'Newest first; `cursor` in, `next_cursor` out.',
+        tag: 'Reports',
+        access: { credential: 'workspace', scopes: ['reports:read'] },
+        parameters: [limitParam(MAX_REPORT_LIMIT), cursorParam],
+        responses: { '200': json('A page of reports.', cursorList(ref('Report'))) },
+      }),
+    },
+    '/api/v2/reports/{id}': {
+      get: operation('get', {
+        id: 'getReport',
+        summary: 'Read a report',
+        tag: 'Reports',
+        access: { credential: 'workspace', scopes: ['reports:read'] },
+        parameters: [pathParam('id', publicId('report'))],
+        responses: { '200': json('The report.', ref('Report')) },
+        errors: ['report_not_found'],
+      }),
+    },
+  },
+};

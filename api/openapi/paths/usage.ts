@@ -1,0 +1,30 @@
+import { MAX_USAGE_DAYS } from '../../routes/usage/schema';
+import { closed, constant, integer, string } from '../jsonSchema';
+import { json, operation, queryParam, type Resource } from '../operation';
+
+export const usage: Resource = {
+  paths: {
+    '/api/v2/usage': {
+      get: operation('get', {
+        id: 'getUsage',
+        summary: 'Read usage',
+        description: 'The credit balance, and the credits billed per UTC day and channel (ledger line) over the last `days` days.',
+        tag: 'Usage',
+        access: { credential: 'workspace', scopes: ['usage:read'] },
+        parameters: [queryParam('days', { type: 'integer', minimum: 1, maximum: MAX_USAGE_DAYS, default: 30 })],
+        responses: {
+          '200': json(
+            'Usage.',
+            closed({
+              object: constant('usage'),
+              balance: integer({ description: 'Credits left.' }),
+              days: integer({ minimum: 1 }),
+              total_credits: integer({ minimum: 0 }),
+              by_day: { type: 'array', items: closed({ day: string({ description: 'The UTC day.' }), channel: string(), credits: integer() }) },
+            }),
+          ),
+        },
+      }),
+    },
+  },
+};
