@@ -1,6 +1,8 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { dashboardRouter } from './dashboard/dashboard';
+import { oauthRouter } from './oauth/router';
+import { mcpRouter } from './routes/mcp/mcp';
 import { errorEnvelope } from './middleware/errorEnvelope';
 import { jsonBody } from './middleware/jsonBody';
 import { requestContext } from './middleware/requestContext';
@@ -19,16 +21,13 @@ import { metricsRoutes } from './routes/metrics/metrics';
 import { responsesRoutes } from './routes/responses/responses';
 import { runsRoutes } from './routes/runs/runs';
 import { partnerWebhooksRoutes } from './routes/partnerWebhooks/partnerWebhooks';
+import { usageRoutes } from './routes/usage/usage';
 import { webhooksRoutes } from './routes/webhooks/webhooks';
+import { openapiRoutes } from './routes/openapi/openapi';
 import type { AppState } from './state';
 
-/** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */
-export function createApp(): Koa<AppState> {
-  const app = new Koa<AppState>();
-  // Behind one load balancer: the client address is the last X-Forwarded-For entry, the one the
-  // balancer wrote, so a client cannot choose its own address (failed-authentication limits key on it).
-  app.proxy = true;
-  app.maxIpsCount = 1;
+/** The API's routers: uploads stream their raw bytes to storage, so they are routed before the JSON body parser reads anything. */
+function routers(): { rawBody: Router<AppState>; json: Router<AppState> } {
   const router = new Router<AppState>();
   healthRoutes(router);
   metricsRoutes(router);
@@ -37,6 +36,7 @@ export function createApp(): Koa<AppState> {
   conversationsRoutes(router);
   runsRoutes(router);
   logsRoutes(router);
+  usageRoutes(router);
   codecRoutes(router);
   documentsRoutes(router);
   knowledgeRoutes(router);
@@ -45,16 +45,41 @@ export function createApp(): Koa<AppState> {
   jobsRoutes(router);
   webhooksRoutes(router);
   partnerWebhooksRoutes(router);
-  // Uploads stream their raw bytes to storage: they are routed before the JSON body parser reads anything.
+  openapiRoutes(router);
   const rawBodyRouter = new Router<AppState>();
   documentTransfersRoutes(rawBodyRouter);
+  return { rawBody: rawBodyRouter, json: router };
+}
+
+/** Every route the API answers, as method and path template: test/openapi.test.ts holds the OpenAPI document to it. */
+export function routeList(): { method: string; path: string }[] {
+  const { rawBody, json } = routers();
+  // The MCP router is listed too; its request handler is never asked for here.
+  const mcp = mcpRouter(() => {
+    throw new Error('not serving');
+  });
+  return [rawBody, json, mcp].flatMap((r) => r.stack.flatMap((layer) => layer.methods.map((method) => ({ method, path: String(layer.path) }))));
+}
+
+/** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */
+export function createApp(): Koa<AppState> {
+  const app = new Koa<AppState>();
+  let handler: ReturnType<Koa['callback']> | undefined;
+  // Behind one load balancer: the client address is the last X-Forwarded-For entry, the one the
+  // balancer wrote, so a client cannot choose its own address (failed-authentication limits key on it).
+  app.proxy = true;
+  app.maxIpsCount = 1;
+  const { rawBody, json } = routers();
   app.use(requestContext);
   app.use(errorEnvelope);
-  app.use(rawBodyRouter.routes());
+  app.use(rawBody.routes());
   // The dashboard's pages post forms, not JSON: routed before the JSON body parser too.
   app.use(dashboardRouter().routes());
+  app.use(oauthRouter().routes());
+  // MCP reads its own JSON-RPC body; its tools call this app's endpoints in process.
+  app.use(mcpRouter(() => (handler ??= app.callback())).routes());
   app.use(jsonBody);
-  app.use(router.routes());
+  app.use(json.routes());
   // Errors are answered in the envelope; Koa's own error printing would only duplicate them.
   app.silent = true;
   return app;

@@ -1,5 +1,6 @@
 import type { AgentConfig, AgentStatus } from '../domain/agents';
 import { sql, statement, transaction, type Sql } from './sql';
+import { pageStart } from './paging';
 
 export interface AgentRecord {
   id: number;
@@ -127,4 +128,30 @@ const VERSIONS = statement('SELECT version, created_at AS "createdAt" FROM agent
 
 export function agentVersions(agentId: number, on: Sql = sql): Promise<{ version: number; createdAt: Date }[]> {
   return on.rows(VERSIONS, [agentId]);
+}
+
+/** An agent as GET /api/v2/agents lists it: never its configuration (instructions are the workspace's own). */
+export interface AgentListing {
+  public_id: string;
+  name: string;
+  status: AgentStatus;
+  published_version: number;
+  draft_changed: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const AGENT_ANCHOR = statement('SELECT id FROM agents WHERE public_id = $1 AND workspace_id = $2 AND builtin IS NULL');
+const AGENT_PAGE = statement(
+  `SELECT public_id, name, status, published_version, draft_changed, created_at, updated_at
+     FROM agents
+    WHERE workspace_id = $1 AND id < $2 AND builtin IS NULL
+    ORDER BY id DESC
+    LIMIT $3`,
+);
+
+/** Up to `limit` of the workspace's own agents, newest first, after `after` (undefined: not the workspace's). */
+export async function agentPage(workspaceId: number, after: string | undefined, limit: number, on: Sql = sql): Promise<AgentListing[] | undefined> {
+  const before = await pageStart(AGENT_ANCHOR, workspaceId, after, on);
+  return before === undefined ? undefined : on.rows<AgentListing>(AGENT_PAGE, [workspaceId, before, limit]);
 }

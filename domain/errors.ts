@@ -23,6 +23,8 @@ export const ERROR_TABLE = {
   key_not_found: { http: 404, runStatus: 'failed' },
   setup_link_not_found: { http: 404, runStatus: 'failed' },
   knowledge_unavailable: { http: 503, runStatus: 'failed' },
+  // Not in the spec's table: GET and DELETE on /mcp (its transport table: 405).
+  method_not_allowed: { http: 405, runStatus: 'failed' },
   not_implemented: { http: 501, runStatus: 'failed' },
   payload_too_large: { http: 413, runStatus: 'failed' },
   permission_denied: { http: 403, runStatus: 'failed' },

@@ -1,4 +1,5 @@
 import type { Context, Middleware } from 'koa';
+import { isInjection } from 'light-my-request';
 import { ServiceError } from '../../domain/errors';
 import type { Scope } from '../../domain/scopes';
 import { addressRefusedFor, recordAuthFailure } from '../authFailures';
@@ -54,11 +55,22 @@ export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S
 }
 
 /**
+ * A bearer credential only (no session cookie): the MCP transport's, whose clients are not browsers.
+ * `audience`: an OAuth access token is accepted only on the resource it was issued for.
+ */
+export function bearerPrincipal(ctx: Context, audience: 'api' | 'mcp'): Promise<Principal> {
+  const authorization = ctx.get('Authorization');
+  return authenticateFrom(ctx.ip, authorization !== '', () => authenticate(authorization, audience));
+}
+
+/**
  * The request's credential: a bearer key when one is sent, else a dashboard session cookie (whose
  * unsafe requests must also carry the session's CSRF token).
  */
 async function credentialOf(ctx: Context): Promise<Principal> {
   const authorization = ctx.get('Authorization');
+  // Only the MCP dispatcher injects requests (in process): its tool calls carry a token for /mcp.
+  if (isInjection(ctx.req)) return authenticate(authorization, 'mcp');
   if (authorization !== '' || !ctx.cookies.get(SESSION_COOKIE)) return authenticate(authorization);
   const session = await currentSession(ctx);
   if (!session) throw new ServiceError('authentication_error', 'The dashboard session has ended or is unknown: sign in again.');

@@ -4,10 +4,13 @@ import { authorize } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
 import type { AppState } from '../../state';
-import { CreateAgentRun, sameAgent } from './schema';
+import { agentPage } from '../../../db/agents';
+import { listPage } from '../../listPage';
+import { workspaceOf } from '../../middleware/auth';
+import { CreateAgentRun, ListAgents, sameAgent } from './schema';
 
 /**
- * POST /api/v2/agents/{agent_id}/runs: the agent from the URL on a structured payload plus a task
+ * GET /api/v2/agents: the workspace's agents. POST /api/v2/agents/{agent_id}/runs: the agent from the URL on a structured payload plus a task
  * line; answers with the conversation, which `external_ref` resolves to the same one every time.
  */
 export function agentsRoutes(router: Router<AppState>): void {
@@ -21,4 +24,20 @@ export function agentsRoutes(router: Router<AppState>): void {
       await execute(ctx, body, { kind: 'agent_run', agentPublicId: params.agent_id });
     },
   );
+
+  // The workspace's agents, newest first: what a client (or an MCP tool) can run, never their configuration.
+  router.get<{ input: Input<typeof ListAgents> }>('/api/v2/agents', validate(ListAgents), authorize({ scopes: ['agents:read'], endpoint: 'agents_list' }), async (ctx) => {
+    const { limit, after } = ctx.state.input.query;
+    const rows = await agentPage(workspaceOf(ctx.state.principal).id, after, limit + 1);
+    ctx.body = listPage(rows, limit, (a) => ({
+      id: a.public_id,
+      object: 'agent',
+      name: a.name,
+      status: a.status,
+      published_version: a.published_version,
+      draft_changed: a.draft_changed,
+      created_at: a.created_at.toISOString(),
+      updated_at: a.updated_at.toISOString(),
+    }));
+  });
 }

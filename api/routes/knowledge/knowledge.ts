@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { mintId, mintTraceId } from '../../../domain/ids';
-import { ingestionObject, type IngestionStatus } from '../../../domain/knowledge';
+import { ingestionObject, MAX_PASSAGES, type IngestionStatus } from '../../../domain/knowledge';
+import { collectionKeys, searchChunks } from '../../../db/knowledgeChunks';
 import { findIngestion, ingestionPage, type IngestionRow } from '../../../db/knowledgeIngestions';
 import { createIngestion } from '../../ingestions';
 import { temporal } from '../../../infra/temporalClient';
@@ -13,7 +14,7 @@ import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
 import type { AppState } from '../../state';
 import { notFound } from '../../tenancy';
-import { CreateIngestion, ListIngestions, ReadIngestion } from './schema';
+import { CreateIngestion, ListIngestions, ReadIngestion, SearchKnowledge } from './schema';
 
 type Ctx = Context & { state: AppState };
 
@@ -23,7 +24,7 @@ async function accepted(ctx: Ctx, ingestion: IngestionRow): Promise<void> {
   answerAccepted(ctx, `/api/v2/knowledge/ingestions/${ingestion.public_id}`, ingestionObject(ingestion));
 }
 
-/** Knowledge ingestions: turn an uploaded document into knowledge of a collection, and follow it. */
+/** Knowledge ingestions: turn an uploaded document into knowledge of a collection, and follow it; search it. */
 export function knowledgeRoutes(router: Router<AppState>): void {
   router.post<{ input: Input<typeof CreateIngestion> }>(
     '/api/v2/knowledge/ingestions',
@@ -63,6 +64,21 @@ export function knowledgeRoutes(router: Router<AppState>): void {
       const ingestion = await findIngestion(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
       if (!ingestion) throw notFound('ingestion_not_found');
       ctx.body = ingestionObject(ingestion);
+    },
+  );
+
+  // The passages a run would retrieve, for a query of the caller's: the same full-text index and ranking.
+  router.post<{ input: Input<typeof SearchKnowledge> }>(
+    '/api/v2/knowledge/search',
+    validate(SearchKnowledge),
+    authorize({ scopes: ['knowledge:read'], endpoint: 'knowledge_search' }),
+    async (ctx) => {
+      const workspaceId = workspaceOf(ctx.state.principal).id;
+      const { query, collections, limit, document } = ctx.state.input.body;
+      // Collections that do not exist hold nothing: the answer is an empty list, not a 404 that would confirm names.
+      const keys = await collectionKeys(workspaceId, collections);
+      const rows = keys.length ? await searchChunks({ workspaceId, collectionKeys: keys, query, document, limit: limit ?? MAX_PASSAGES }) : [];
+      ctx.body = { object: 'list', data: rows.map((r, i) => ({ object: 'passage', rank: i + 1, chunk: r.chunk, document: r.document, name: r.name, text: r.text })) };
     },
   );
 }

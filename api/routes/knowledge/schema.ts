@@ -28,3 +28,24 @@ export const ListIngestions = {
     document: idFilter('document', 'document', 'a document id'),
   }),
 };
+
+/** Most passages one search returns. */
+export const MAX_SEARCH_LIMIT = 20;
+const MAX_SEARCH_COLLECTIONS = 20;
+
+/** POST /api/v2/knowledge/search: a query over named collections of the workspace, and how many passages. */
+export const SearchKnowledge = {
+  body: yup
+    .object({
+      query: yup.string().required('query is required').min(1, 'query must not be empty').max(1000, 'query must be at most 1000 characters'),
+      collections: yup
+        .array(yup.string().required().matches(COLLECTION_NAME, COLLECTION_NAME_RULE))
+        .required('collections is required')
+        .min(1, 'collections must name at least one collection')
+        .max(MAX_SEARCH_COLLECTIONS, `collections names at most ${MAX_SEARCH_COLLECTIONS}`),
+      limit: yup.number().integer('limit must be an integer').min(1, 'limit must be at least 1').max(MAX_SEARCH_LIMIT, `limit must be at most ${MAX_SEARCH_LIMIT}`),
+      document: yup.string().test('document', 'document must be a document id (doc_…)', (v) => v === undefined || isPublicId('document', v)),
+    })
+    .noUnknown(true, 'unknown key: ${unknown}')
+    .strict(),
+};

@@ -1,0 +1,38 @@
+import type { Context } from 'koa';
+import { JSONRPC, TransportError, type JsonRpcRequest } from './protocol';
+
+/** One JSON-RPC message is small; tool arguments carry at most an execution request's body. */
+const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * The POSTed JSON-RPC message: a request, or undefined for a notification or a response (which
+ * need no answer). A batch, malformed JSON or a message that is not JSON-RPC 2.0 is a 400.
+ */
+export async function readJsonRpc(ctx: Context): Promise<JsonRpcRequest | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw new TransportError(413, JSONRPC.invalidRequest, `A message is at most ${MAX_BODY_BYTES} bytes.`);
+    chunks.push(chunk as Buffer);
+  }
+  let message: unknown;
+  try {
+    message = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    throw new TransportError(400, JSONRPC.parseError, 'The body is not valid JSON.');
+  }
+  if (Array.isArray(message)) throw new TransportError(400, JSONRPC.invalidRequest, 'JSON-RPC batches are not supported: send one message per POST.');
+  if (message === null || typeof message !== 'object' || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
+    throw new TransportError(400, JSONRPC.invalidRequest, 'The body must be one JSON-RPC 2.0 message.');
+  }
+  const m = message as Record<string, unknown>;
+  if (!('id' in m) || !('method' in m)) return undefined;
+  if ((typeof m.id !== 'string' && !Number.isSafeInteger(m.id)) || typeof m.method !== 'string') {
+    throw new TransportError(400, JSONRPC.invalidRequest, 'A request has a string or integer id and a string method.');
+  }
+  if (m.params !== undefined && (m.params === null || typeof m.params !== 'object' || Array.isArray(m.params))) {
+    throw new TransportError(400, JSONRPC.invalidRequest, 'params must be an object.');
+  }
+  return m as unknown as JsonRpcRequest;
+}

@@ -1,0 +1,26 @@
+import Router from '@koa/router';
+import { creditsByDay } from '../../../db/ledgerLines';
+import { workspaceBalance } from '../../../db/workspaces';
+import { authorize, workspaceOf } from '../../middleware/auth';
+import { validate, type Input } from '../../middleware/validate';
+import type { AppState } from '../../state';
+import { ReadUsage } from './schema';
+
+/**
+ * GET /api/v2/usage: the credit balance and the credits billed per UTC day and channel (ledger line)
+ * over the last `days` days; the dashboard's usage page reads the same two queries.
+ */
+export function usageRoutes(router: Router<AppState>): void {
+  router.get<{ input: Input<typeof ReadUsage> }>('/api/v2/usage', validate(ReadUsage), authorize({ scopes: ['usage:read'], endpoint: 'usage' }), async (ctx) => {
+    const workspace = workspaceOf(ctx.state.principal);
+    const { days } = ctx.state.input.query;
+    const [balance, rows] = await Promise.all([workspaceBalance(workspace.id), creditsByDay(workspace.id, days)]);
+    ctx.body = {
+      object: 'usage',
+      balance,
+      days,
+      total_credits: rows.reduce((sum, r) => sum + r.credits, 0),
+      by_day: rows.map((r) => ({ day: r.day, channel: r.line, credits: r.credits })),
+    };
+  });
+}
