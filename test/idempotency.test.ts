@@ -17,6 +17,7 @@ import { mintId } from '../domain/ids';
 import { db } from '../db/sequelize';
 import { temporal } from '../infra/temporalClient';
 import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer } from './support/stack';
+import { notTheApi } from './stack/contractCheck';
 
 let api: { url: string; close(): Promise<void> };
 
@@ -130,7 +131,7 @@ describe('concurrency', () => {
     const t = await tenant();
     // The one run stays in flight long enough for the burst to find it so even on a loaded machine
     // (the suite runs test files two at a time, some of them heavy).
-    await scriptModel(t.model, [{ text: 'only once', delayMs: 3000 }]);
+    await scriptModel(t.model, [{ text: 'only once', delayMs: 6000 }]);
     const body = { agent: t.agent, input: 'hello' };
     const answers = await Promise.all(Array.from({ length: 50 }, () => respond(t.key, 'burst', body)));
 
@@ -336,6 +337,8 @@ describe('declared on other endpoints', () => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // Stand-in routes with the API's paths and shapes of their own: not held to the API's contract.
+    notTheApi(url);
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import * as admin from '../admin/commands';
+import { sql } from '../db/sql';
 import { call, tenant, useApi } from './support/stack';
 
 const api = useApi();
@@ -46,14 +47,24 @@ describe('run retrieval by kind', () => {
 describe('a database error while resolving a conversation', () => {
   it('is a 500 that is never stored for replay, not a 404 conversation_not_found', async () => {
     const t = await tenant({ scopes: ['messages:create'] });
-    // A NUL byte is not valid text in PostgreSQL: the lookup fails inside the database.
-    const post = () => call(api.url, 'POST', '/api/v2/conversations/conv%00broken/messages', { key: t.key, body: { input: 'hi' }, headers: { 'Idempotency-Key': 'db-error' } });
-    const first = await post();
-    expect(first.status).toBe(500);
-    expect(first.body.error.code).toBe('internal_error');
-    const retry = await post();
-    expect(retry.status).toBe(500);
-    expect(retry.headers.get('idempotency-replayed')).toBeNull();
+    // The conversation's lookup fails in the database (validation now refuses the NUL that used to make it fail there).
+    const id = 'conv_01jc0000000000000000000000';
+    const realRows = sql.rows;
+    const lookup = jest.spyOn(sql, 'rows').mockImplementation((s, values) =>
+      s.text.includes('FROM conversations') && values[0] === id ? Promise.reject(new Error('connection terminated unexpectedly')) : realRows(s, values),
+    );
+    try {
+      const post = () => call(api.url, 'POST', `/api/v2/conversations/${id}/messages`, { key: t.key, body: { input: 'hi' }, headers: { 'Idempotency-Key': 'db-error' } });
+      const first = await post();
+      expect(first.status).toBe(500);
+      expect(first.body.error.code).toBe('internal_error');
+      const retry = await post();
+      expect(retry.status).toBe(500);
+      expect(retry.headers.get('idempotency-replayed')).toBeNull();
+      expect(lookup.mock.calls.filter(([, values]) => values[0] === id)).toHaveLength(2);
+    } finally {
+      lookup.mockRestore();
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import * as yup from 'yup';
 import { invalidRequest } from '../../domain/errors';
-import { storableText } from '../validation/storableText';
+import { unstorableTextAt } from '../validation/storableText';
 import type { AppState } from '../state';
 
 /** What reads one part of a request: a yup schema, or a function built on one (for rules yup cannot say). */
@@ -45,7 +45,11 @@ export function validate<S extends Schemas>(schemas: S, refine?: (input: Input<S
     for (const part of ['body', 'query', 'params', 'headers'] as const) {
       const parser = schemas[part];
       if (!parser) continue;
-      if (!storableText(parts[part])) throw invalidRequest(`The request ${part === 'params' ? 'path' : part} has text with a NUL character or invalid Unicode (an unpaired surrogate).`);
+      const unstorable = unstorableTextAt(parts[part]);
+      if (unstorable !== undefined) {
+        const where = part === 'params' ? 'path' : part;
+        throw invalidRequest(`${unstorable ? `${unstorable} (in the request ${where})` : `The request ${where}`} has text with a NUL character or invalid Unicode (an unpaired surrogate).`);
+      }
       input[part] = parse(parser, parts[part]);
     }
     refine?.(input as Input<S>);

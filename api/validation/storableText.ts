@@ -2,21 +2,27 @@
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
- * Whether every string in a request part (keys included) can be stored. JSON escapes and URL
+ * Where a request part (keys included) holds text that cannot be stored: the dotted path of the first
+ * such value or key ('' for the part itself), or undefined when all of it can. JSON escapes and URL
  * decoding can both produce unstorable text, which would otherwise fail deep in a query as a 500.
  * Walked with a stack, not recursion: a body may nest as deep as its size allows.
  */
-export function storableText(value: unknown): boolean {
-  const pending: unknown[] = [value];
+export function unstorableTextAt(value: unknown): string | undefined {
+  const pending: [unknown, string][] = [[value, '']];
+  const at = (path: string, key: string | number) => (typeof key === 'number' ? `${path}[${key}]` : path ? `${path}.${key}` : key);
   while (pending.length > 0) {
-    const item = pending.pop();
+    const [item, path] = pending.pop()!;
     if (typeof item === 'string') {
-      if (UNSTORABLE.test(item)) return false;
+      if (UNSTORABLE.test(item)) return path;
     } else if (Array.isArray(item)) {
-      for (const child of item) pending.push(child);
+      // Pushed last to first, so the first offender in document order is the one named.
+      for (let i = item.length - 1; i >= 0; i--) pending.push([item[i], at(path, i)]);
     } else if (item !== null && typeof item === 'object') {
-      for (const [key, child] of Object.entries(item)) pending.push(key, child);
+      for (const [key, child] of Object.entries(item).reverse()) {
+        if (UNSTORABLE.test(key)) return at(path, '(a key)');
+        pending.push([child, at(path, key)]);
+      }
     }
   }
-  return true;
+  return undefined;
 }

@@ -76,7 +76,15 @@ async function check(method: string, url: URL, res: Response): Promise<void> {
 }
 
 const realFetch = globalThis.fetch;
-const apiOrigins = (url: URL) => url.hostname === '127.0.0.1' && !(process.env.STUB_URL && url.origin === new URL(process.env.STUB_URL).origin);
+/** Servers on loopback that are not the API (a test's own stand-in routes): their answers are not the API's. */
+const standIns = new Set<string>();
+
+/** Tells the check that this server, though it answers on API paths, is a test's stand-in, not the API. */
+export function notTheApi(url: string): void {
+  standIns.add(new URL(url).origin);
+}
+
+const apiOrigins = (url: URL) => url.hostname === '127.0.0.1' && !standIns.has(url.origin) && !(process.env.STUB_URL && url.origin === new URL(process.env.STUB_URL).origin);
 
 globalThis.fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
   const res = await realFetch(input, init);
