@@ -4,6 +4,7 @@ import { ServiceError } from '../domain/errors';
 import { ROLE_SCOPES, SESSION_TTL_MS, secretToken, tokenHash } from '../domain/members';
 import { endSession, findLiveSession, insertSession, type SessionRecord } from '../db/dashboardSessions';
 import { config } from '../infra/config';
+import { memberPrincipal } from './memberPrincipal';
 import type { Principal } from './state';
 
 /** The dashboard session cookie; the spec's "dashboard session" security scheme. */
@@ -58,15 +59,5 @@ export function requireCsrf(ctx: Context, session: SessionRecord, sent: string |
 /** A member's session on the API: the workspace's, with the scopes the member's role grants. */
 export function sessionPrincipal(session: SessionRecord): Principal {
   const { member, workspace } = session;
-  return {
-    keyKey: null,
-    memberKey: member.id,
-    keyId: member.publicId,
-    kind: 'workspace',
-    environment: 'live',
-    scopes: new Set(ROLE_SCOPES[member.role]),
-    workspace: { id: workspace.id, publicId: workspace.publicId, tenantRef: workspace.tenantRef, partnerPublicId: workspace.partnerPublicId },
-    partner: null,
-    expiresAt: null,
-  };
+  return memberPrincipal(member, { id: workspace.id, publicId: workspace.publicId, tenantRef: workspace.tenantRef, partnerPublicId: workspace.partnerPublicId }, ROLE_SCOPES[member.role], null);
 }

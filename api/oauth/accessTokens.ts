@@ -1,6 +1,7 @@
 import { ROLE_SCOPES } from '../../domain/members';
 import { isScope, isStaffScope, type Scope } from '../../domain/scopes';
 import { findLiveMember } from '../../db/members';
+import { memberPrincipal } from '../memberPrincipal';
 import type { Principal } from '../state';
 import { oauthProvider } from './provider';
 import { resourceOf, type Audience } from './resources';
@@ -29,15 +30,5 @@ export async function principalFromAccessToken(token: string, audience: Audience
   if (!member || found.extra?.workspace !== member.workspace.publicId) return undefined;
   const role = new Set<string>(ROLE_SCOPES[member.role]);
   const scopes = [...found.scopes].filter((s): s is Scope => isScope(s) && !isStaffScope(s) && role.has(s));
-  return {
-    keyKey: null,
-    memberKey: member.id,
-    keyId: member.publicId,
-    kind: 'workspace',
-    environment: 'live',
-    scopes: new Set(scopes),
-    workspace: member.workspace,
-    partner: null,
-    expiresAt: found.exp * 1000,
-  };
+  return memberPrincipal(member, member.workspace, scopes, found.exp * 1000);
 }
