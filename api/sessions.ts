@@ -35,14 +35,20 @@ export async function finishSession(ctx: Context): Promise<void> {
   setCookie(ctx, '', new Date(0));
 }
 
+/** Whether the dashboard's cookies are Secure: over HTTPS, directly or (PUBLIC_BASE_URL https) behind a proxy. */
+export function secureCookies(ctx: Context): boolean {
+  const secure = ctx.secure || config().publicBaseUrl.startsWith('https:');
+  // Koa refuses a Secure cookie on a request it sees as plain HTTP (TLS ended at a proxy): the service knows better.
+  ctx.cookies.secure = secure;
+  return secure;
+}
+
 /**
  * HttpOnly (scripts never read it), SameSite=Lax (no cross-site POST carries it), Secure whenever the
  * service is reached over HTTPS, directly or as PUBLIC_BASE_URL says behind a proxy.
  */
 function setCookie(ctx: Context, value: string, expires: Date): void {
-  const secure = ctx.secure || config().publicBaseUrl.startsWith('https:');
-  // Koa refuses a Secure cookie on a request it sees as plain HTTP (TLS ended at a proxy): the service knows better.
-  ctx.cookies.secure = secure;
+  const secure = secureCookies(ctx);
   ctx.cookies.set(SESSION_COOKIE, value, { httpOnly: true, sameSite: 'lax', secure, path: '/', expires, overwrite: true });
 }
 

@@ -52,10 +52,11 @@ export async function findModelByUserCode(model: string, userCode: string, on: S
   return row;
 }
 
-const CONSUME = statement('UPDATE oauth_models SET consumed_at = coalesce(consumed_at, now()) WHERE model = $1 AND id = $2');
+const CONSUME = statement('UPDATE oauth_models SET consumed_at = now() WHERE model = $1 AND id = $2 AND consumed_at IS NULL');
 
-export async function consumeModel(model: string, id: string, on: Sql = sql): Promise<void> {
-  await on.rows(CONSUME, [model, id]);
+/** Marks a code or refresh token used; false when it already was (a concurrent redemption got there first). */
+export async function consumeModel(model: string, id: string, on: Sql = sql): Promise<boolean> {
+  return (await on.rowCount(CONSUME, [model, id])) > 0;
 }
 
 const DESTROY = statement('DELETE FROM oauth_models WHERE model = $1 AND id = $2');

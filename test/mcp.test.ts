@@ -200,6 +200,11 @@ describe('MCP tools', () => {
     expect(bad.body.result.content[0].text).toMatch(/temperature/);
     const notAnObject = await post(t.key, request('tools/call', { name: 'list_agents', arguments: [1] }), handshake());
     expect(notAnObject.body.result).toMatchObject({ isError: true });
+    // An id is one path segment: `..` would reach another endpoint than the one the scope was checked for.
+    for (const agent of ['..', '.', 'agt_x/../../usage', 42]) {
+      const escaped = await callTool(t.key, 'run_agent', { agent, input: 'hi' });
+      expect(escaped.body.result).toMatchObject({ isError: true, content: [{ text: 'agent must be an id such as the ones list tools return.' }] });
+    }
 
     const broke = await tenant({ scopes: ALL_TOOL_SCOPES, credits: 0 });
     const credit = await callTool(broke.key, 'create_response', { agent: broke.agent, input: 'hi' });
@@ -218,6 +223,11 @@ describe('MCP tools', () => {
       expect(over.body.result.isError).toBe(true);
       expect(over.body.result.content[0].text).toMatch(/Retry after \d+ seconds/);
       expect((await call(api.url, 'GET', '/api/v2/usage', { key: limited.key })).status).toBe(429);
+      // Refused before any tool: still a JSON-RPC answer, with Retry-After.
+      const listed = await post(limited.key, request('tools/list'), handshake());
+      expect(listed.status).toBe(429);
+      expect(Number(listed.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(listed.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32029, data: { retry_after: expect.any(Number) } } });
     } finally {
       delete process.env.RATE_LIMIT_CREDENTIAL;
       resetConfig();

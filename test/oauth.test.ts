@@ -167,4 +167,35 @@ describe('OAuth 2.1 authorization server', () => {
     expect(before.keys).toHaveLength(1);
     expect(before.keys[0]).not.toHaveProperty('d');
   });
+  it('a code redeemed twice at once gives tokens once', async () => {
+    const t = await tenant();
+    const m = await member(t, 'owner');
+    const as = await discover(API());
+    const client = await register(as);
+    const request = await authorizationUrl(as, client, { resource: API(), scopes: ['logs:read'] });
+    const params = oauth.validateAuthResponse(as, client, await decide(m, await consentPage(m, request.url), { grant: ['logs:read'] }), request.state);
+    const redeem = () => oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT_URI, request.verifier, insecure);
+    const answers = await Promise.all([redeem(), redeem(), redeem()]);
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    for (const refused of answers.filter((a) => a.status !== 200)) expect(((await refused.json()) as { error: string }).error).toBe('invalid_grant');
+  });
+
+  it('counts registrations and authorization requests per client address', async () => {
+    const address = `203.0.113.${Math.floor(Math.random() * 250) + 1}`;
+    const registerFrom = () =>
+      fetch(`${api.url}/oauth/reg`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-for': address },
+        body: JSON.stringify({ redirect_uris: ['https://client.example/callback'], token_endpoint_auth_method: 'none' }),
+      });
+    const statuses: number[] = [];
+    for (let i = 0; i < 31; i++) statuses.push((await registerFrom()).status);
+    expect(statuses.slice(0, 30).every((s) => s === 201)).toBe(true);
+    const refused = await registerFrom();
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    // Another address is not held back by this one.
+    const other = await fetch(`${api.url}/oauth/reg`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.7' }, body: JSON.stringify({ redirect_uris: ['https://client.example/callback'], token_endpoint_auth_method: 'none' }) });
+    expect(other.status).toBe(201);
+  });
 });

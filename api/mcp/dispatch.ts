@@ -1,4 +1,5 @@
 import type { RequestListener } from 'node:http';
+import { ServiceError } from '../../domain/errors';
 import { inject } from 'light-my-request';
 import type { Principal } from '../state';
 import { insufficientScope } from './challenge';
@@ -17,7 +18,7 @@ import {
   type Era,
   type JsonRpcRequest,
 } from './protocol';
-import { listedTools, TOOL_BY_NAME, type ApiAnswer, type ApiRequest } from './tools';
+import { BadArgument, listedTools, TOOL_BY_NAME, type ApiAnswer, type ApiRequest } from './tools';
 
 /** What the transport knows of the HTTP request a message came in. */
 export interface Caller {
@@ -34,13 +35,17 @@ const SERVER_INFO = { name: 'agent-execution-service', title: 'Agent Execution S
 const CAPABILITIES = { tools: { listChanged: false } };
 const INSTRUCTIONS = 'Tools of the Agent Execution Service (preview set: names and schemas may change; list them when you connect). Each tool needs its own scope besides mcp:connect.';
 
-/** The answer to one JSON-RPC request: the HTTP status and the JSON-RPC reply. */
-export async function answer(m: JsonRpcRequest, c: Caller): Promise<{ status: number; body: unknown }> {
+/** The answer to one JSON-RPC request: the HTTP status, its headers and the JSON-RPC reply. */
+export async function answer(m: JsonRpcRequest, c: Caller): Promise<{ status: number; headers: Record<string, string>; body: unknown }> {
   try {
-    return { status: 200, body: reply(m.id, await result(m, c)) };
+    return { status: 200, headers: {}, body: reply(m.id, await result(m, c)) };
   } catch (err) {
+    // A 429 before any tool (tools/list) still answers in JSON-RPC, which an MCP client reads.
+    if (err instanceof ServiceError && err.code === 'rate_limited') {
+      return { status: err.httpStatus, headers: err.headers, body: errorReply(m.id, new TransportError(err.httpStatus, JSONRPC.rateLimited, err.message, { retry_after: Number(err.headers['Retry-After']) })) };
+    }
     if (!(err instanceof TransportError)) throw err;
-    return { status: err.status, body: errorReply(m.id, err) };
+    return { status: err.status, headers: {}, body: errorReply(m.id, err) };
   }
 }
 
@@ -96,7 +101,12 @@ async function callTool(params: Record<string, unknown>, c: Caller, era: Era) {
   if (!c.principal.scopes.has(tool.scope)) throw insufficientScope(['mcp:connect', tool.scope], `The tool ${tool.name} needs the scope "${tool.scope}".`);
   const args = params.arguments ?? {};
   if (args === null || typeof args !== 'object' || Array.isArray(args)) return toolError('arguments must be an object.');
-  return toolResult(await tool.run(args as Record<string, unknown>, (request) => callApi(request, c)));
+  try {
+    return toolResult(await tool.run(args as Record<string, unknown>, (request) => callApi(request, c)));
+  } catch (err) {
+    if (err instanceof BadArgument) return toolError(err.message);
+    throw err;
+  }
 }
 
 /** The HTTP endpoint, in process, as the caller: same credential, same client address, same counters. */

@@ -18,6 +18,8 @@ export const JSONRPC = {
   invalidRequest: -32600,
   methodNotFound: -32601,
   invalidParams: -32602,
+  /** In JSON-RPC's range for server errors: a rate limit refused the request (HTTP 429, Retry-After). */
+  rateLimited: -32029,
   mirroredHeaderMismatch: -32020,
   unsupportedVersion: -32022,
 } as const;

@@ -36,8 +36,17 @@ export interface Tool {
   run(args: Record<string, unknown>, api: CallApi): Promise<ApiAnswer>;
 }
 
-/** A value placed in a path: one segment, whatever the caller sent. */
-const segment = (value: unknown): string => encodeURIComponent(String(value ?? ''));
+/** A tool argument the tool cannot use: a result with `isError`, like the endpoint's own refusals. */
+export class BadArgument extends Error {}
+
+/**
+ * An id placed in a path: one segment of id characters. Anything else (`..` above all, which URL
+ * parsing would resolve to another endpoint than the one the scope was checked for) is refused.
+ */
+function segment(name: string, value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_-]{1,200}$/.test(value)) throw new BadArgument(`${name} must be an id such as the ones list tools return.`);
+  return value;
+}
 
 const string = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', description, ...extra });
 const object = (properties: Record<string, JsonSchema>, required: string[] = []): JsonSchema => ({ type: 'object', properties, required, additionalProperties: false });
@@ -66,6 +75,8 @@ const withoutStreaming = (args: Record<string, unknown>) => {
 
 const TEXT_TYPES = /^(text\/|application\/(json|xml|x-ndjson|csv|yaml|[a-z.+-]*\+json|[a-z.+-]*\+xml)$)/;
 const MAX_TEXT_CHARS = 100_000;
+/** Text documents up to this size come with their content (UTF-8: at most 4 bytes a character). */
+const MAX_TEXT_BYTES = 4 * MAX_TEXT_CHARS;
 
 export const TOOLS: Tool[] = [
   {
@@ -75,7 +86,7 @@ export const TOOLS: Tool[] = [
     scope: 'agents:run',
     inputSchema: object({ agent: string('The agent id (agt_…).'), ...runtimeInput }, ['agent', 'input']),
     outputSchema: answer('run response', ['id', 'status']),
-    run: forward(({ agent, ...body }) => ({ method: 'POST', path: `/api/v2/agents/${segment(agent)}/runs`, body: withoutStreaming(body) })),
+    run: forward(({ agent, ...body }) => ({ method: 'POST', path: `/api/v2/agents/${segment('agent', agent)}/runs`, body: withoutStreaming(body) })),
   },
   {
     name: 'create_response',
@@ -124,15 +135,16 @@ export const TOOLS: Tool[] = [
   {
     name: 'read_document',
     title: 'Read a document',
-    description: 'A document record and, for text documents, its content (GET /api/v2/documents/{id} and …/content; text is cut at 100,000 characters).',
+    description: 'A document record and, for text documents up to 400 KB, its content (GET /api/v2/documents/{id} and …/content; text is cut at 100,000 characters).',
     scope: 'documents:read',
     inputSchema: object({ document: string('The document id (doc_…).') }, ['document']),
     outputSchema: answer('document record, with `content` for text documents', ['id', 'status']),
     async run({ document }, api) {
-      const record = await api({ method: 'GET', path: `/api/v2/documents/${segment(document)}` });
-      const fields = record.body as { status?: string; mime_type?: string };
-      if (record.status !== 200 || fields.status !== 'uploaded' || !TEXT_TYPES.test(fields.mime_type ?? '')) return record;
-      const content = await api({ method: 'GET', path: `/api/v2/documents/${segment(document)}/content` });
+      const record = await api({ method: 'GET', path: `/api/v2/documents/${segment('document', document)}` });
+      const fields = record.body as { status?: string; mime_type?: string; size_bytes?: number };
+      // Larger documents answer with their record only: their bytes would be read whole to show the first part.
+      if (record.status !== 200 || fields.status !== 'uploaded' || !TEXT_TYPES.test(fields.mime_type ?? '') || (fields.size_bytes ?? Infinity) > MAX_TEXT_BYTES) return record;
+      const content = await api({ method: 'GET', path: `/api/v2/documents/${segment('document', document)}/content` });
       if (content.status !== 200) return content;
       const text = typeof content.body === 'string' ? content.body : JSON.stringify(content.body);
       return { ...record, body: { ...(record.body as object), content: text.slice(0, MAX_TEXT_CHARS), content_truncated: text.length > MAX_TEXT_CHARS } };
@@ -165,7 +177,7 @@ export const TOOLS: Tool[] = [
     scope: 'reports:read',
     inputSchema: object({ report: string('The report id (rpt_…).') }, ['report']),
     outputSchema: answer('report record', ['id', 'status']),
-    run: forward(({ report }) => ({ method: 'GET', path: `/api/v2/reports/${segment(report)}` })),
+    run: forward(({ report }) => ({ method: 'GET', path: `/api/v2/reports/${segment('report', report)}` })),
   },
   {
     name: 'list_jobs',
@@ -200,7 +212,7 @@ export const TOOLS: Tool[] = [
       ['conversation'],
     ),
     outputSchema: list,
-    run: forward(({ conversation, after, limit }) => ({ method: 'GET', path: `/api/v2/conversations/${segment(conversation)}/messages`, query: { after: after as string, limit: limit as number } })),
+    run: forward(({ conversation, after, limit }) => ({ method: 'GET', path: `/api/v2/conversations/${segment('conversation', conversation)}/messages`, query: { after: after as string, limit: limit as number } })),
   },
 ];
 

@@ -1,18 +1,19 @@
 import { ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
-import { rateLimiter, type RateLimitSubject } from '../rateLimiter';
+import { rateLimiter, type RateLimiter, type RateLimitSubject } from '../rateLimiter';
 import { rateLimited } from '../../infra/metrics';
 
 /**
  * Counts one call against every rate-limit dimension its subject has, or refuses it with 429 and
  * Retry-After. When the limiter cannot answer (Redis down), a call that spends or starts anything
  * fails closed with 503 rather than run without limits; a read (`failOpen`) is served uncounted, so a
- * Redis blip does not take reads down with it. Routes reach this only through authorize() (./auth).
+ * Redis blip does not take reads down with it. Routes reach this through authorize() (./auth); the
+ * unauthenticated OAuth endpoints through a limiter of their own, by client address.
  */
-export async function enforceRateLimit(subject: RateLimitSubject, requestId: string, options: { failOpen: boolean }): Promise<void> {
+export async function enforceRateLimit(subject: RateLimitSubject, requestId: string, options: { failOpen: boolean; limiter?: RateLimiter }): Promise<void> {
   let decision;
   try {
-    decision = await rateLimiter().check(subject);
+    decision = await (options.limiter ?? rateLimiter()).check(subject);
   } catch (err) {
     logger.error({ err: String(err), request_id: requestId, fail_open: options.failOpen }, 'rate limiter unavailable');
     if (options.failOpen) return;

@@ -63,8 +63,16 @@ export class PostgresAdapter {
     return this.loaded(await findModelByUserCode(this.model, userCode));
   }
 
+  /**
+   * Two redemptions racing past the provider's own "already consumed" check: the second loses here,
+   * as reuse, and the grant goes with it (as the provider does for a reused code or refresh token).
+   */
   async consume(id: string): Promise<void> {
-    await consumeModel(this.model, this.key(id));
+    if (await consumeModel(this.model, this.key(id))) return;
+    const payload = await this.find(id);
+    if (payload?.grantId) await revokeGrant(payload.grantId);
+    const { errors } = await import('oidc-provider');
+    throw new errors.InvalidGrant('grant request is invalid');
   }
 
   async destroy(id: string): Promise<void> {

@@ -60,6 +60,7 @@ declare module 'oidc-provider' {
 
   export const errors: {
     InvalidTarget: typeof OIDCProviderError;
+    InvalidGrant: typeof OIDCProviderError;
     InvalidClientMetadata: typeof OIDCProviderError;
   };
 }

@@ -4,6 +4,7 @@ import { interactionRoutes } from './interactions';
 import { metadataRoutes } from './metadata';
 import { mountProvider } from './mount';
 import { OAUTH_PREFIX } from './provider';
+import { throttleByAddress } from './throttle';
 
 /**
  * OAuth 2.1: discovery metadata, the consent pages, and the authorization server mounted at /oauth.
@@ -14,6 +15,8 @@ export function oauthRouter(): Router<PageState> {
   router.use(`${OAUTH_PREFIX}/interaction`, htmlErrors);
   interactionRoutes(router);
   metadataRoutes(router);
+  router.post(`${OAUTH_PREFIX}/reg`, throttleByAddress('oauth_registration'), mountProvider);
+  router.get(`${OAUTH_PREFIX}/auth`, throttleByAddress('oauth_authorization'), mountProvider);
   router.all(`${OAUTH_PREFIX}/{*rest}`, mountProvider);
   return router;
 }

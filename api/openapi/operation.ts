@@ -86,7 +86,9 @@ function commonErrors(method: Method, spec: OperationSpec): ErrorCode[] {
   // MCP's malformed messages are JSON-RPC errors, not the envelope.
   if (UNSAFE.has(method) && method !== 'delete' && spec.access.credential !== 'mcp') codes.push('invalid_request');
   if (spec.parameters?.length && spec.access.credential !== 'mcp') codes.push('invalid_request');
-  if (spec.access.credential === 'workspace' || spec.access.credential === 'partner' || spec.access.credential === 'either' || spec.access.credential === 'mcp') {
+  // MCP's 429 is a JSON-RPC answer (its own response), and its counting fails open.
+  if (spec.access.credential === 'mcp') codes.push('authentication_error', 'permission_denied');
+  if (spec.access.credential === 'workspace' || spec.access.credential === 'partner' || spec.access.credential === 'either') {
     codes.push('authentication_error', 'permission_denied', 'rate_limited');
     // Without Redis a call that spends or starts anything fails closed; reads are served uncounted.
     if (method !== 'get') codes.push('service_unavailable');

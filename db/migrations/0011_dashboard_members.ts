@@ -47,10 +47,6 @@ export const up: Migration = async ({ context }) => {
 export const down: Migration = async ({ context }) => {
   await context.sequelize.query(`
     DELETE FROM idempotency_keys WHERE member_id IS NOT NULL;
-    -- The dashboard's usage chart and its conversation list read these ranges.
-    CREATE INDEX ledger_lines_workspace_day ON ledger_lines (workspace_id, created_at);
-    CREATE INDEX conversations_workspace ON conversations (workspace_id, id);
-
     ALTER TABLE idempotency_keys DROP COLUMN member_id, ALTER COLUMN api_key_id SET NOT NULL;
     DROP INDEX ledger_lines_workspace_day;
     DROP INDEX conversations_workspace;

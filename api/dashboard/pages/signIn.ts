@@ -5,23 +5,26 @@ import { ServiceError } from '../../../domain/errors';
 import { MIN_PASSWORD_LENGTH, hashPassword, secretToken, tokenHash, verifyPassword } from '../../../domain/members';
 import { completeSetup, findMemberByEmail, findMemberBySetupToken } from '../../../db/members';
 import { addressRefusedFor, recordAuthFailure } from '../../authFailures';
-import { CSRF_FIELD, currentSession, finishSession, startSession } from '../../sessions';
+import { CSRF_FIELD, currentSession, finishSession, secureCookies, startSession } from '../../sessions';
+import { withPasswordSlot } from '../passwordSlots';
 import { memberPage, readForm, render, safeReturnPath, type PageState } from '../page';
 
 /**
  * Before a session exists, a form is protected by a double-submitted token: a strict same-site cookie
  * and the same value in the form. It keeps another site from signing a browser in to its own account.
  */
-const FORM_COOKIE = 'aes_form';
+// Over HTTPS the __Host- prefix keeps a sibling subdomain from planting a value of its own.
+const formCookie = (secure: boolean) => (secure ? '__Host-aes_form' : 'aes_form');
 
 function issueFormToken(ctx: Context): string {
   const token = secretToken();
-  ctx.cookies.set(FORM_COOKIE, token, { httpOnly: true, sameSite: 'strict', path: '/dashboard', overwrite: true });
+  const secure = secureCookies(ctx);
+  ctx.cookies.set(formCookie(secure), token, { httpOnly: true, sameSite: 'strict', secure, path: '/', overwrite: true });
   return token;
 }
 
 function checkFormToken(ctx: Context, form: URLSearchParams): void {
-  const cookie = Buffer.from(ctx.cookies.get(FORM_COOKIE) ?? '');
+  const cookie = Buffer.from(ctx.cookies.get(formCookie(secureCookies(ctx))) ?? '');
   const sent = Buffer.from(form.get(CSRF_FIELD) ?? '');
   if (cookie.length === 0 || cookie.length !== sent.length || !timingSafeEqual(cookie, sent)) {
     throw new ServiceError('permission_denied', 'The form has expired: reload the page and submit it again.');
@@ -48,7 +51,7 @@ export function signInPages(router: Router<PageState>): void {
     const next = safeReturnPath(form.get('next'));
     const member = email ? await findMemberByEmail(email) : undefined;
     // A wrong email costs a hash like a wrong password, so the answer time does not tell which it was.
-    const valid = await verifyPassword(form.get('password') ?? '', member?.passwordHash ?? null);
+    const valid = await withPasswordSlot(() => verifyPassword(form.get('password') ?? '', member?.passwordHash ?? null));
     if (!member || !valid) {
       await recordAuthFailure(ctx.ip);
       return render(ctx, 'signIn', { title: 'Sign in', formToken: issueFormToken(ctx), next, email, error: 'That email and password do not match a member.' }, 401);
@@ -76,7 +79,7 @@ export function signInPages(router: Router<PageState>): void {
     const problem =
       password.length < MIN_PASSWORD_LENGTH ? `Use at least ${MIN_PASSWORD_LENGTH} characters.` : password !== form.get('confirm') ? 'The two passwords differ.' : undefined;
     if (problem) return render(ctx, 'setup', { title: 'Choose a password', token, formToken: issueFormToken(ctx), minLength: MIN_PASSWORD_LENGTH, error: problem }, 400);
-    const member = await completeSetup(tokenHash(token), await hashPassword(password));
+    const member = await completeSetup(tokenHash(token), await withPasswordSlot(() => hashPassword(password)));
     if (!member) throw unusableLink();
     await startSession(ctx, member.id);
     ctx.redirect('/dashboard');

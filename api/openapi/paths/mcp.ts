@@ -49,6 +49,7 @@ export const mcp: Resource = {
           '400': json(`A batch, malformed JSON, not JSON-RPC 2.0, an unsupported revision (${JSONRPC.unsupportedVersion}, \`data.supported\` and \`data.requested\`), mirrored headers that disagree (${JSONRPC.mirroredHeaderMismatch}), or a modern request without client capabilities.`, rpcError),
           '404': json(`Modern era: an unknown method (${JSONRPC.methodNotFound}) or tool (${JSONRPC.invalidParams}).`, rpcError),
           '413': json('A message over 1 MiB.', rpcError),
+          '429': { ...json(`A rate limit refused a request before any tool (\`tools/list\`): ${JSONRPC.rateLimited}, \`data.retry_after\` in seconds. A tool call refused by a limit is a 200 result with \`isError\`.`, rpcError), headers: { 'Retry-After': { schema: { type: 'integer' } } } },
         },
       }),
       get: notAllowed('get'),

@@ -59,8 +59,9 @@ export function mcpRouter(api: () => RequestListener): Router<AppState> {
       return;
     }
     const counted = (endpoint: string) => enforceRateLimit({ credential: principal.keyId, tenant: workspace.publicId, endpoint }, ctx.state.requestId, { failOpen: true });
-    const { status, body } = await answer(message, { principal, headers: (name) => ctx.get(name), count: counted, api: api(), clientAddress: ctx.ip });
+    const { status, headers, body } = await answer(message, { principal, headers: (name) => ctx.get(name), count: counted, api: api(), clientAddress: ctx.ip });
     ctx.status = status;
+    ctx.set(headers);
     ctx.body = body;
   });
   return router;
