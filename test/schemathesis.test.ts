@@ -8,7 +8,7 @@ import { resetConfig } from '../infra/config';
 import { tenant, useApi } from './support/stack';
 
 /**
- * Schemathesis (PyPI, installed into .tools/ by workers/setup.sh --test) generates requests from the
+ * Schemathesis (PyPI, installed into .tools/schemathesis/ by workers/setup.sh --test) generates requests from the
  * served OpenAPI document, valid and invalid, and checks every answer: no 5xx, a documented status,
  * a body valid against the documented schema. Once with a workspace key holding every customer
  * scope, once with a partner key on the partner paths.
@@ -21,7 +21,7 @@ process.env.CODEC_OPERATOR_TOKEN = 'operator-token-schemathesis-never-sends';
 resetConfig();
 
 const api = useApi();
-const SCHEMATHESIS = path.resolve(__dirname, '../.tools/bin/schemathesis');
+const SCHEMATHESIS = path.resolve(__dirname, '../.tools/schemathesis/bin/schemathesis');
 /** Fixed, so a failure reproduces; SCHEMATHESIS_SEED explores other inputs. */
 const SEED = process.env.SCHEMATHESIS_SEED ?? '20260907';
 

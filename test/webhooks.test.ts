@@ -284,11 +284,15 @@ describe('partner webhook deliveries', () => {
     expect(noisyBefore).toBeLessThan(30);
     // Held back, never failed: every delivery took exactly one attempt.
     expect(new Set(all.map((r) => r.headers['x-service-attempt']))).toEqual(new Set(['1']));
-    const held = await rows<{ n: number; held: number }>(
-      `SELECT count(*)::int AS n, sum(a.held_ms)::int AS held FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-        JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE e.public_id = :e`,
-      { e: e.id },
-    );
+    // An attempt is recorded once its answer is in: the last may still be on its way to the database.
+    const held = await waitFor(async () => {
+      const found = await rows<{ n: number; held: number }>(
+        `SELECT count(*)::int AS n, sum(a.held_ms)::int AS held FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+          JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE e.public_id = :e`,
+        { e: e.id },
+      );
+      return found[0].n >= 46 ? found : undefined;
+    }, 'every attempt recorded');
     expect(held[0].n).toBe(46);
     expect(held[0].held).toBeGreaterThan(0);
   });
