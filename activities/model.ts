@@ -16,6 +16,8 @@ import type { Passage } from '../domain/knowledge';
 
 export interface GenerateInput {
   runId: string;
+  /** The run's W3C trace id: the provider request carries it (absent in calls scheduled before it was passed). */
+  traceId?: string;
   /** The call stops itself at the run's deadline, recording what it consumed, and fails the run. */
   deadline: Deadline;
   config: AgentConfig;
@@ -95,6 +97,7 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
       tools: input.tools,
       toolChoice: input.toolChoice,
       signal,
+      traceId: input.traceId ?? '',
       ...(input.stream && {
         onTextDelta: (delta: string) => {
           streamed += delta;

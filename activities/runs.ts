@@ -88,7 +88,7 @@ export interface StartRun {
   /** Whether the conversation's earlier turns go to the model (memory applies). */
   memory: boolean;
   /** The first model call, less what the run already says. */
-  call: Omit<GenerateInput, 'runId' | 'config' | 'input' | 'attachments' | 'historyFrom'>;
+  call: Omit<GenerateInput, 'runId' | 'traceId' | 'config' | 'input' | 'attachments' | 'historyFrom'>;
 }
 
 /**
@@ -103,6 +103,7 @@ export function startRun(s: StartRun): Promise<GenerateResult & { begun: BegunRu
     const reply = await callModel({
       ...s.call,
       runId: s.run.runId,
+      traceId: s.run.traceId,
       config: s.run.agent.config,
       input: s.run.input,
       attachments: s.run.attachments,

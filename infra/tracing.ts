@@ -1,4 +1,5 @@
-import { context, diag, DiagLogLevel, propagation, type Tracer } from '@opentelemetry/api';
+import { randomBytes } from 'node:crypto';
+import { context, diag, DiagLogLevel, propagation, trace, type Tracer } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { envDetectorSync, Resource } from '@opentelemetry/resources';
@@ -22,7 +23,7 @@ export interface Tracing {
 let installed: (Tracing & { provider: BasicTracerProvider }) | undefined;
 
 /** OTEL_TRACES_EXPORTER: `otlp` exports, `none` (the default) does not; other exporters are not built in. */
-function exporting(): boolean {
+export function exporting(): boolean {
   const names = (process.env.OTEL_TRACES_EXPORTER || 'none').split(',').map((s) => s.trim().toLowerCase());
   const unknown = names.filter((n) => n !== 'otlp' && n !== 'none');
   if (unknown.length) logger.warn({ exporters: unknown }, 'OTEL_TRACES_EXPORTER names exporters this service does not have (otlp, none): ignored');
@@ -46,10 +47,15 @@ export function startTracing(defaultServiceName: string): Tracing {
   return installed;
 }
 
-/** The active span's `traceparent` (and `tracestate`), for an outgoing request to continue the trace. */
-export function traceHeaders(): Record<string, string> {
+/**
+ * The `traceparent` of an outgoing request: the active span's when one is in the run's trace (an
+ * activity span, where spans are exported), else a span id of its own under the run's trace id.
+ */
+export function traceHeaders(traceId: string): Record<string, string> {
   const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
+  const active = trace.getSpanContext(context.active());
+  if (active?.traceId === traceId) propagation.inject(context.active(), carrier);
+  else if (/^[0-9a-f]{32}$/.test(traceId)) carrier.traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
   return carrier;
 }
 

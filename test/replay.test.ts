@@ -156,12 +156,13 @@ if (process.env.RECORD_HISTORIES) {
     });
   });
 } else {
-  it('replays every recorded run history against the current workflow code', async () => {
+  // Both bundles: workers run the traced one where spans are exported, the other elsewhere.
+  it.each([false, true])('replays every recorded run history against the current workflow code (traced bundle: %s)', async (traced) => {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
     expect(names.sort()).toEqual(['cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows')), sinks: workflowSinks(), dataConverter }, histories)) {
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows'), traced), sinks: workflowSinks(traced), dataConverter }, histories)) {
       if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
     }
     expect(failures).toEqual([]);

@@ -77,10 +77,9 @@ export function parseQueues(argv: string[]): TaskQueue[] {
 /**
  * Starts one worker per task queue on one connection; each polls its queue until shut down. The
  * bench's floor worker is started here too, so it has exactly the service worker's settings.
- * Traced: each activity is a span continuing its workflow's trace (its context in the activity's
- * headers, put there by the workflow interceptors bundled with the workflows), and the workflows'
- * own spans, made in the sandbox, reach the process's span processor through the `exporter` sink
- * (whose making installs the process's tracing, as the worker's).
+ * Traced (when spans are exported): the traced bundle, each activity a span continuing its workflow's
+ * trace (its context in the activity's headers, put there by the bundle's workflow interceptors),
+ * and the workflows' own spans reaching the process's span processor through the `exporter` sink.
  */
 export async function startWorkers(queues: readonly string[], code: WorkerCode = SERVICE_CODE): Promise<RunningWorkers> {
   installRuntime();
@@ -97,8 +96,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         workflowBundle: workflowBundleCode,
         activities: code.activities,
         dataConverter,
-        interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] },
-        sinks,
+        // Traced, each activity is a span continuing its workflow's trace (from the activity's headers).
+        ...(sinks && { interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] }, sinks }),
         // The SDK sizes this cache from the heap limit, which npm run start:worker caps; runs in flight
         // must stay cached (an evicted run replays its history on its next task), so it is fixed here.
         maxCachedWorkflows: MAX_CACHED_WORKFLOWS,

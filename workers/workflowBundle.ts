@@ -3,26 +3,39 @@ import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, type InjectedSinks, type WorkflowBundleOption } from '@temporalio/worker';
 import { makeWorkflowExporter, type OpenTelemetryWorkflowExporter } from '@temporalio/interceptors-opentelemetry';
 import { logger } from '../infra/logger';
-import { startTracing } from '../infra/tracing';
-
-/** Bundled with the workflows (a prebuilt bundle cannot take them from WorkerOptions): each workflow and its activities continue the trace that started it. */
-const workflowInterceptorModules = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+import { exporting, startTracing } from '../infra/tracing';
 
 /**
- * The sinks every worker of these bundles registers: the interceptors' workflow spans, made in the
- * sandbox, reach the process's span processor through `exporter` (a worker without it logs an error per span).
+ * Bundled with the traced variant of the workflows (a prebuilt bundle cannot take them from
+ * WorkerOptions): each workflow and its activities are spans of the trace that started them. They
+ * cost a worker about 10 ms of CPU per run and 50 MB (measured with `npm run bench -- --quick`), so
+ * they run only where spans are exported; elsewhere the provider request carries the run's trace id.
  */
-export function workflowSinks(): InjectedSinks<{ exporter: OpenTelemetryWorkflowExporter }> {
+const workflowInterceptorModules = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+
+/** Whether this process's workers run the traced workflow bundle: only when spans leave the process. */
+export function tracedWorkflows(): boolean {
+  return exporting();
+}
+
+/**
+ * The sinks a worker of the traced bundle registers: the interceptors' workflow spans, made in the
+ * sandbox, reach the process's span processor through `exporter`. The untraced bundle needs none.
+ */
+export function workflowSinks(traced = tracedWorkflows()): InjectedSinks<{ exporter: OpenTelemetryWorkflowExporter }> | undefined {
+  if (!traced) return undefined;
   const tracing = startTracing('agent-execution-worker');
   return { exporter: makeWorkflowExporter(tracing.processor, tracing.resource) };
 }
 
 const quiet = new DefaultLogger('WARN', (entry) => logger.warn({ sdk: 'temporal-bundler' }, entry.message));
 
-/** Where `npm run build` writes the bundle of a compiled workflows module, beside it (source map inline). */
-function prebuilt(workflowsPath: string): { codePath: string } {
-  return { codePath: workflowsPath.replace(/\.js$/, '.bundle.js') };
+/** Where `npm run build` writes the bundles of a compiled workflows module, beside it (source map inline). */
+function prebuilt(workflowsPath: string, traced: boolean): { codePath: string } {
+  return { codePath: workflowsPath.replace(/\.js$/, traced ? '.traced.bundle.js' : '.bundle.js') };
 }
+
+const bundled = (workflowsPath: string, traced: boolean) => bundleWorkflowCode({ workflowsPath, ...(traced && { workflowInterceptorModules }), logger: quiet });
 
 const made = new Map<string, Promise<WorkflowBundleOption>>();
 
@@ -31,11 +44,12 @@ const made = new Map<string, Promise<WorkflowBundleOption>>();
  * or, running from source (the test suite), one bundled now and shared by the process's workers.
  * Prebuilt, a worker never loads webpack: it starts faster and stays about 60 MB smaller.
  */
-export function workflowBundle(workflowsPath: string): Promise<WorkflowBundleOption> {
-  const built = prebuilt(workflowsPath);
+export function workflowBundle(workflowsPath: string, traced = tracedWorkflows()): Promise<WorkflowBundleOption> {
+  const built = prebuilt(workflowsPath, traced);
   if (workflowsPath.endsWith('.js') && existsSync(built.codePath)) return Promise.resolve(built);
-  let bundle = made.get(workflowsPath);
-  if (!bundle) made.set(workflowsPath, (bundle = bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: quiet })));
+  const key = `${workflowsPath}${traced ? ' (traced)' : ''}`;
+  let bundle = made.get(key);
+  if (!bundle) made.set(key, (bundle = bundled(workflowsPath, traced)));
   return bundle;
 }
 
@@ -43,8 +57,7 @@ export function workflowBundle(workflowsPath: string): Promise<WorkflowBundleOpt
 async function main(): Promise<void> {
   for (const entry of process.argv.slice(2)) {
     const workflowsPath = path.resolve(entry);
-    const { code } = await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: quiet });
-    writeFileSync(prebuilt(workflowsPath).codePath, code);
+    for (const traced of [false, true]) writeFileSync(prebuilt(workflowsPath, traced).codePath, (await bundled(workflowsPath, traced)).code);
   }
 }
 

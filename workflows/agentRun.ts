@@ -150,7 +150,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       ({ begun, ...reply } = await modelCalls().startRun({ run: input, memory, call }));
     } else {
       const historyFrom = memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined;
-      reply = await modelCalls().generate({ ...call, runId: input.runId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom });
+      reply = await modelCalls().generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom });
     }
     usage = addUsage(usage, reply.usage);
     model = reply.model;

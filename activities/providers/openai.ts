@@ -61,14 +61,14 @@ export class OpenAIProvider implements ModelProvider {
       }),
     };
     try {
-      return request.onTextDelta ? await this.streamed(params, request) : await this.whole(params, request.signal);
+      return request.onTextDelta ? await this.streamed(params, request) : await this.whole(params, request);
     } catch (err) {
       throw toProviderError(err);
     }
   }
 
-  private async whole(params: ChatCompletionCreateParams, signal?: AbortSignal): Promise<ModelReply> {
-    const completion = await this.client.chat.completions.create({ ...params, stream: false }, { signal, headers: traceHeaders() });
+  private async whole(params: ChatCompletionCreateParams, request: ModelRequest): Promise<ModelReply> {
+    const completion = await this.client.chat.completions.create({ ...params, stream: false }, { signal: request.signal, headers: traceHeaders(request.traceId) });
     const message = completion.choices[0]?.message;
     const toolCalls: ToolCall[] = (message?.tool_calls ?? []).flatMap((c) =>
       c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [],
@@ -79,7 +79,7 @@ export class OpenAIProvider implements ModelProvider {
   private async streamed(params: ChatCompletionCreateParams, request: ModelRequest): Promise<ModelReply> {
     const stream = await this.client.chat.completions.create(
       { ...params, stream: true, stream_options: { include_usage: true } },
-      { signal: request.signal, headers: traceHeaders() },
+      { signal: request.signal, headers: traceHeaders(request.traceId) },
     );
     let text = '';
     let model = params.model;

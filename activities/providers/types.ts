@@ -19,6 +19,8 @@ export interface ModelRequest {
   /** Ask the provider for a JSON object (json_object and json_schema formats). */
   json?: boolean;
   signal?: AbortSignal;
+  /** The run's trace id, continued by the provider request's `traceparent`. */
+  traceId: string;
   /** When given, the reply is streamed and each text chunk is handed over as it arrives. */
   onTextDelta?: (chunk: string) => void;
 }
