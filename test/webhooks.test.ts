@@ -272,16 +272,20 @@ describe('partner webhook deliveries', () => {
     for (let i = 0; i < 40; i++) await emit(noisy, p.id);
     await waitFor(() => receiver.at(e.path).length >= 5 || undefined, 'the noisy merchant to start');
     for (const m of quiet) for (let i = 0; i < 3; i++) await emit(m, p.id);
-
     const all = await waitFor(() => (receiver.at(e.path).length >= 46 ? receiver.at(e.path) : undefined), 'all 46 deliveries', 60);
     const order = all.map((r) => r.body.tenant);
-    const lastQuiet = Math.max(...quiet.map((m) => order.lastIndexOf(m.publicId)));
-    const noisyBefore = order.slice(0, lastQuiet).filter((t) => t === noisy.publicId).length;
-    // First come, first served would put the 6 quiet deliveries after all 40 noisy ones. Sharing the
-    // rate, the quiet merchants are all served while the noisy merchant still has a backlog: 18 to 22
-    // of its deliveries went first in runs here (about 12 before the quiet events reached the
-    // limiter: its one-second burst and its whole rate while it was alone).
-    expect(noisyBefore).toBeLessThan(30);
+    const quietAt = order.flatMap((t, i) => (t === noisy.publicId ? [] : [i]));
+    const [firstQuiet, lastQuiet] = [quietAt[0], quietAt[quietAt.length - 1]];
+    const noisyAmongQuiet = order.slice(firstQuiet, lastQuiet).filter((t) => t === noisy.publicId).length;
+    const noisyAfter = order.slice(lastQuiet).filter((t) => t === noisy.publicId).length;
+    // First come, first served would deliver all 40 noisy events before the 6 quiet ones. Sharing the
+    // rate, once the quiet merchants' deliveries reach the limiter they get their share of it and are
+    // through within a few noisy deliveries (4 idle, 8 with two other test files running, in runs
+    // here; turns promised before they arrived go first), while the noisy backlog still waits. Counted
+    // from the first quiet arrival, so how late a loaded machine writes and starts the quiet events
+    // does not enter into it. At most two noisy deliveries per quiet one: a third of the rate, at least.
+    expect(noisyAfter).toBeGreaterThan(0);
+    expect(noisyAmongQuiet).toBeLessThanOrEqual(12);
     // Held back, never failed: every delivery took exactly one attempt.
     expect(new Set(all.map((r) => r.headers['x-service-attempt']))).toEqual(new Set(['1']));
     // An attempt is recorded once its answer is in: the last may still be on its way to the database.
