@@ -8,6 +8,7 @@ import type { SessionRecord } from '../../db/dashboardSessions';
 import { logger } from '../../infra/logger';
 import { PROJECT_ROOT } from '../../infra/projectRoot';
 import { CSRF_FIELD, currentSession, requireCsrf } from '../sessions';
+import { readBody } from '../readBody';
 import type { AppState } from '../state';
 
 /** A dashboard page's state: the signed-in session, and the posted form of a POST. */
@@ -42,14 +43,9 @@ const MAX_FORM_BYTES = 64 * 1024;
 /** A posted `application/x-www-form-urlencoded` form (the dashboard works without JavaScript). */
 export async function readForm(ctx: Context): Promise<URLSearchParams> {
   if (!ctx.is('application/x-www-form-urlencoded')) throw new ServiceError('invalid_request', 'Forms are posted as application/x-www-form-urlencoded.');
-  let size = 0;
-  const chunks: Buffer[] = [];
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_FORM_BYTES) throw new ServiceError('invalid_request', `A form is at most ${MAX_FORM_BYTES} bytes.`);
-    chunks.push(chunk as Buffer);
-  }
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  const raw = await readBody(ctx.req, MAX_FORM_BYTES);
+  if (raw === 'tooLarge') throw new ServiceError('invalid_request', `A form is at most ${MAX_FORM_BYTES} bytes.`);
+  return new URLSearchParams(raw.toString('utf8'));
 }
 
 /**

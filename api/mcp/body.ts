@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { readBody } from '../readBody';
 import { JSONRPC, TransportError, type JsonRpcRequest } from './protocol';
 
 /** One JSON-RPC message is small; tool arguments carry at most an execution request's body. */
@@ -9,16 +10,11 @@ const MAX_BODY_BYTES = 1024 * 1024;
  * need no answer). A batch, malformed JSON or a message that is not JSON-RPC 2.0 is a 400.
  */
 export async function readJsonRpc(ctx: Context): Promise<JsonRpcRequest | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new TransportError(413, JSONRPC.invalidRequest, `A message is at most ${MAX_BODY_BYTES} bytes.`);
-    chunks.push(chunk as Buffer);
-  }
+  const raw = await readBody(ctx.req, MAX_BODY_BYTES);
+  if (raw === 'tooLarge') throw new TransportError(413, JSONRPC.invalidRequest, `A message is at most ${MAX_BODY_BYTES} bytes.`);
   let message: unknown;
   try {
-    message = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    message = JSON.parse(raw.toString('utf8'));
   } catch {
     throw new TransportError(400, JSONRPC.parseError, 'The body is not valid JSON.');
   }

@@ -1,19 +1,15 @@
 import type { Middleware } from 'koa';
 import { invalidRequest } from '../../domain/errors';
+import { readBody } from '../readBody';
 import type { AppState } from '../state';
 
 /** Largest JSON body accepted; structured inputs and schemas fit comfortably. */
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 async function readRaw(ctx: Parameters<Middleware<AppState>>[0]): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw invalidRequest(`Request body exceeds ${MAX_BODY_BYTES} bytes.`);
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+  const raw = await readBody(ctx.req, MAX_BODY_BYTES);
+  if (raw === 'tooLarge') throw invalidRequest(`Request body exceeds ${MAX_BODY_BYTES} bytes.`);
+  return raw;
 }
 
 /**

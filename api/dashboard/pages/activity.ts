@@ -1,5 +1,6 @@
 import type Router from '@koa/router';
-import { decodeCursor, encodeCursor, invalidCursor } from '../../../domain/cursor';
+import { decodeCursor } from '../../../domain/cursor';
+import { listPage } from '../../listPage';
 import type { IdKind } from '../../../domain/ids';
 import { conversationPage } from '../../../db/conversations';
 import { logPage } from '../../../db/runLogs';
@@ -32,9 +33,9 @@ export function activityPages(router: Router<PageState>): void {
       const limit = LIMITS.includes(Number(ctx.query.limit)) ? Number(ctx.query.limit) : LIMITS[0];
       const cursor = typeof ctx.query.cursor === 'string' && ctx.query.cursor !== '' ? ctx.query.cursor : undefined;
       const rows = await listing.page(ctx.state.session.workspace.id, cursor && decodeCursor(cursor, listing.kind), limit + 1);
-      if (!rows) throw invalidCursor();
-      const next = rows.length > limit ? encodeCursor(rows[limit - 1].public_id) : null;
-      render(ctx, listing.view, { title: listing.title, nav: listing.view, rows: rows.slice(0, limit), limit, limits: LIMITS, next, first: cursor === undefined });
+      // The API's own paging: the same cursor, refused the same way when it is not this workspace's.
+      const page = listPage(rows, limit, (row) => row);
+      render(ctx, listing.view, { title: listing.title, nav: listing.view, rows: page.data, limit, limits: LIMITS, next: page.next_cursor, first: cursor === undefined });
     });
   }
 }
