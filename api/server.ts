@@ -5,6 +5,7 @@ import { closeDb } from '../db/sequelize';
 import { closeRedis } from '../db/redis';
 import { closeTemporal } from '../infra/temporalClient';
 import { stopTracing } from '../infra/tracing';
+import type { RunningWorkers } from '../workers/worker';
 import { createApp } from './app';
 import { beginShutdown, endStreams } from './shutdown';
 
@@ -13,9 +14,10 @@ import { beginShutdown, endStreams } from './shutdown';
  * SHUTDOWN_DELAY_MS (the balancer has noticed) the listener closes and open event streams end
  * without cancelling their runs (clients resume elsewhere with Last-Event-ID); in-flight requests
  * get SHUTDOWN_GRACE_MS to finish; then the pools close and batched spans are exported. No run is
- * cancelled by any of it.
+ * cancelled by any of it. A hosted run worker (RUNS_IN_API) stops polling at the signal (the Temporal
+ * runtime sees it too) and finishes its in-flight activities before the connection closes.
  */
-async function drain(server: Server, delayMs: number, graceMs: number): Promise<void> {
+async function drain(server: Server, delayMs: number, graceMs: number, runs?: RunningWorkers): Promise<void> {
   beginShutdown();
   await new Promise((resolve) => setTimeout(resolve, delayMs));
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -24,19 +26,22 @@ async function drain(server: Server, delayMs: number, graceMs: number): Promise<
   const timer = setTimeout(() => server.closeAllConnections(), graceMs);
   await closed;
   clearTimeout(timer);
+  await runs?.shutdown();
   await Promise.allSettled([closeTemporal(), closeRedis(), closeDb(), stopTracing()]);
 }
 
-function main(): void {
-  const { port, shutdownDelayMs, shutdownGraceMs, signingSecret } = config();
+async function main(): Promise<void> {
+  const { port, shutdownDelayMs, shutdownGraceMs, signingSecret, runsInApi } = config();
   if (signingSecret === DEVELOPMENT_SIGNING_SECRET) logger.warn('SIGNING_SECRET is not set: document grants and tool signatures use a development secret anyone can read; set one in production');
+  // Loaded only in this mode: a plain API process carries no worker code.
+  const runs = runsInApi ? await (await import('../workers/runsInApi')).hostRuns() : undefined;
   const server = createApp().listen(port, () => logger.info({ port }, 'api listening'));
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'api draining');
-    drain(server, shutdownDelayMs, shutdownGraceMs).then(() => {
+    drain(server, shutdownDelayMs, shutdownGraceMs, runs).then(() => {
       logger.info('api stopped');
       process.exit(0);
     });
@@ -45,4 +50,7 @@ function main(): void {
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-main();
+main().catch((err) => {
+  logger.fatal({ err }, 'api failed to start');
+  process.exit(1);
+});

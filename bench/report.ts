@@ -18,16 +18,18 @@ export interface Loaded {
 
 export interface Measured {
   quick: boolean;
+  core: boolean;
   settings: unknown;
   floor: { c1: Summary; c32: Loaded };
   run: { c1: Summary; c32: Loaded };
   stream: { c1: Summary; c32: Loaded };
   authGet: Loaded;
   bareKoa: Loaded;
-  ingestion: IngestionFigures;
-  retrieval: RetrievalFigures;
-  batch: BatchFigures;
-  webhooks: WebhookFigures;
+  /** Not measured with --core. */
+  ingestion?: IngestionFigures;
+  retrieval?: RetrievalFigures;
+  batch?: BatchFigures;
+  webhooks?: WebhookFigures;
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
@@ -46,10 +48,10 @@ const loaded = (l: Loaded) => ({ ...figures(l.summary), cpu_ms_per_request: cpuP
 
 const FAIRNESS = [
   'floor: workflow floorWorkflow = one regular activity that does nothing, on its own task queue, on the same Temporal',
-  "  server; its worker is started by the service's own startWorkers() (same runtime, connection and worker settings)",
-  "  with only the floor's code; started and awaited with api/temporal.ts's client (workflow.start + handle.result, as",
-  '  the API does) from the bench process. Not in the floor: search attributes and memo, a real input, and the service',
-  '  worker polling three queues.',
+  '  server and flags; one process both starts it and runs it, as the API does with RUNS_IN_API: its worker is started by',
+  "  the service's own startWorkers() (same runtime and worker settings) with only the floor's code, and each HTTP GET",
+  "  starts one with the service's client module (eagerly when RUNS_IN_API is set, as the API) and answers once it has",
+  '  completed. Not in the floor: search attributes and memo, a real input, and the service worker polling three queues.',
   `stream: the stub writes its first chunk at once and the rest ${STREAM_TAIL_MS} ms later; overhead = the client's first`,
   '  response.output_text.delta minus the stub writing its first chunk, both on the bench process clock.',
   `auth_get: GET ${AUTH_GET_PATH} through the API process; bare_koa: one @koa/router route in its own node process.`,
@@ -95,6 +97,7 @@ export function report(m: Measured): void {
   const json = {
     date: new Date().toISOString(),
     quick: m.quick,
+    core: m.core,
     nproc: availableParallelism(),
     node: process.version,
     settings: m.settings,
@@ -129,7 +132,7 @@ export function report(m: Measured): void {
   const groups = [...new Set(c32Phases.flatMap(([, l]) => Object.keys(cpuPerRequest(l))))];
   const lines = [
     '',
-    `Agent Execution Service bench${m.quick ? ' (--quick)' : ''}: ${json.date}, nproc ${json.nproc}, node ${json.node}`,
+    `Agent Execution Service bench${m.quick ? ' (--quick)' : ''}${m.core ? ' (--core)' : ''}: ${json.date}, nproc ${json.nproc}, node ${json.node}`,
     '',
     `${'phase'.padEnd(24)}${cell('conc', 5)}${cell('n', 7)}${cell('errors', 7)}${cell('p50 ms', 9)}${cell('p95 ms', 9)}${cell('p99 ms', 9)}${cell('rps', 9)}`,
     row('floor', 1, m.floor.c1),
@@ -149,11 +152,15 @@ export function report(m: Measured): void {
     `peak RSS under c32 load: api ${rss.api} MB, worker ${rss.worker} MB (floor worker ${rss.floor_worker} MB); by phase:`,
     ...c32Phases.map(([name, l]) => `  ${name.padEnd(10)} api ${peaks(l).api ?? '-'} MB, worker ${peaks(l).worker ?? '-'} MB`),
     '',
-    `knowledge: ingestion of ${round2(m.ingestion.bytes / 1048576)} MB of text: ${m.ingestion.chunks} chunks in ${m.ingestion.seconds} s = ${m.ingestion.chunks_per_s} chunks/s (${m.ingestion.mb_per_s} MB/s)`,
-    `           retrieval overhead p50: ${m.retrieval.overhead_p50_ms} ms (run p50 ${m.retrieval.plain_p50_ms} ms without knowledge, ${m.retrieval.knowledge_p50_ms} ms with; n ${m.retrieval.plain.n} each)`,
-    `jobs:      a ${m.batch.items}-item runs.batch job: ${m.batch.job_seconds} s = ${m.batch.job_items_per_s} items/s; the same runs posted at c32: ${m.batch.posted_seconds} s = ${m.batch.posted_runs_per_s} runs/s`,
-    `webhooks:  ${m.webhooks.deliveries} deliveries (32 writers) in ${m.webhooks.seconds} s = ${m.webhooks.deliveries_per_s} deliveries/s; settlement to first attempt p50 ${m.webhooks.settle_to_first_attempt_ms.p50} ms, p95 ${m.webhooks.settle_to_first_attempt_ms.p95} ms (n ${m.webhooks.settle_to_first_attempt_ms.n})`,
-    '',
+    ...(m.ingestion && m.retrieval && m.batch && m.webhooks
+      ? [
+          `knowledge: ingestion of ${round2(m.ingestion.bytes / 1048576)} MB of text: ${m.ingestion.chunks} chunks in ${m.ingestion.seconds} s = ${m.ingestion.chunks_per_s} chunks/s (${m.ingestion.mb_per_s} MB/s)`,
+          `           retrieval overhead p50: ${m.retrieval.overhead_p50_ms} ms (run p50 ${m.retrieval.plain_p50_ms} ms without knowledge, ${m.retrieval.knowledge_p50_ms} ms with; n ${m.retrieval.plain.n} each)`,
+          `jobs:      a ${m.batch.items}-item runs.batch job: ${m.batch.job_seconds} s = ${m.batch.job_items_per_s} items/s; the same runs posted at c32: ${m.batch.posted_seconds} s = ${m.batch.posted_runs_per_s} runs/s`,
+          `webhooks:  ${m.webhooks.deliveries} deliveries (32 writers) in ${m.webhooks.seconds} s = ${m.webhooks.deliveries_per_s} deliveries/s; settlement to first attempt p50 ${m.webhooks.settle_to_first_attempt_ms.p50} ms, p95 ${m.webhooks.settle_to_first_attempt_ms.p95} ms (n ${m.webhooks.settle_to_first_attempt_ms.n})`,
+          '',
+        ]
+      : []),
     'targets (reported, not asserted):',
     ...targets.map((t) => `  ${t.name.padEnd(36)}${cell(t.value, 9)}  ${t.target.padEnd(8)}${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`),
     '',

@@ -12,12 +12,14 @@ import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
 import { BenchStub } from './stubProvider';
 
 /**
- * `npm run bench [-- --quick] [-- --profile]`: starts its own stack, measures the floor (Temporal's own cost), runs,
+ * `npm run bench [-- --quick] [-- --core] [-- --profile]`: starts its own stack, measures the floor (Temporal's own cost), runs,
  * streams and an authenticated GET against a bare Koa route, prints a table and writes
  * bench/results/latest.json. Targets are printed as met or missed, never asserted.
  */
 
 const QUICK = process.argv.includes('--quick');
+/** Only the floor, runs, streams and the GET pair: what a change to the run's path moves (and what --profile should see). */
+const CORE = process.argv.includes('--core');
 const PROFILE = process.argv.includes('--profile');
 
 const SETTINGS = QUICK
@@ -47,15 +49,14 @@ async function measure(s: Stack): Promise<Measured> {
   };
   return {
     quick: QUICK,
+    core: CORE,
     settings: SETTINGS,
     floor: { c1: await atC1('floor', op.floor), c32: await atC32('floor', op.floor) },
     run: { c1: await atC1('run', op.run), c32: await atC32('run', op.run) },
     stream: { c1: await atC1('stream', op.stream), c32: await atC32('stream', op.stream) },
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
-    ...(await knowledge(s)),
-    batch: await batch(s),
-    webhooks: await webhooks(s),
+    ...(!CORE && { ...(await knowledge(s)), batch: await batch(s), webhooks: await webhooks(s) }),
   };
 }
 

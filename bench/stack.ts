@@ -27,8 +27,8 @@ export interface Stack {
   /** The same agent with knowledge: it retrieves from `collection`. */
   knowledgeAgent: string;
   collection: string;
-  /** The API's own Temporal client module, used by the bench process to start and await the floor. */
-  client: Client;
+  /** The floor process: each GET starts one floor workflow and answers once it has completed. */
+  floor: string;
   stub: BenchStub;
   sampler: ProcessSampler;
 }
@@ -69,7 +69,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   const temporalServer = await startDevServer();
   children.adopt('temporal', temporalServer.process);
   const stubUrl = await stub.start();
-  const [apiPort, bareKoaPort] = [await freePort(), await freePort()];
+  const [apiPort, bareKoaPort, floorPort] = [await freePort(), await freePort(), await freePort()];
   // The bench's own modules (migrate, admin commands, the Temporal client) read these.
   Object.assign(process.env, { DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`, TEMPORAL_ADDRESS: temporalServer.address });
 
@@ -91,6 +91,8 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     RATE_LIMIT_TENANT_ENDPOINT: RATE_LIMIT,
     RATE_LIMIT_AGENT: RATE_LIMIT,
     RATE_LIMIT_PRINCIPAL: RATE_LIMIT,
+    // Stopped at the end, the API drains at once, so a --cpu-prof profile is written before the bench gives up on it.
+    SHUTDOWN_DELAY_MS: '0',
     SHUTDOWN_GRACE_MS: '2000',
     // The webhook phase's receiver listens on loopback.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
@@ -99,16 +101,16 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     children.spawn(name, process.execPath, [script, ...args], { ...env, ...extra }).pid!;
   // The API and the worker run exactly as their npm scripts define them (node options included); the
   // floor's worker gets the service worker's node options too.
-  const service = (name: string, npmScript: string, script?: string[]) => {
+  const service = (name: string, npmScript: string, script?: string[], extra: NodeJS.ProcessEnv = {}) => {
     const [, ...args] = npmScriptArgs(npmScript);
     const options = args.filter((a) => a.startsWith('--'));
-    const profiling = profile && !script ? ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, name)] : [];
-    return children.spawn(name, process.execPath, [...profiling, ...(script ? [...options, ...script] : args)], env).pid!;
+    const profiling = profile ? ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, name)] : [];
+    return children.spawn(name, process.execPath, [...profiling, ...(script ? [...options, ...script] : args)], { ...env, ...extra }).pid!;
   };
   const pids = {
     api: service('api', 'start:api'),
     worker: service('worker', 'start:worker'),
-    floor_worker: service('floor-worker', 'start:worker', ['dist/bench/floorWorker.js', FLOOR_QUEUE]),
+    floor_worker: service('floor-worker', 'start:worker', ['dist/bench/floorWorker.js', FLOOR_QUEUE], { PORT: String(floorPort) }),
     bare_koa: node('bare-koa', 'dist/bench/bareKoa.js', [], { PORT: String(bareKoaPort) }),
   };
 
@@ -117,7 +119,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   await Promise.all([
     waitFor('the API', async () => (await fetch(`${api}/readyz`)).status === 200),
     waitFor('the service worker', () => polled(client, SERVICE_QUEUE)),
-    waitFor('the floor worker', () => polled(client, FLOOR_QUEUE)),
+    waitFor('the floor worker', async () => (await polled(client, FLOOR_QUEUE)) && (await answers(floorPort))),
     waitFor('the bare Koa app', () => answers(bareKoaPort)),
   ]);
   return {
@@ -127,7 +129,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     agent: agent.id,
     knowledgeAgent: knowledgeAgent.id,
     collection: COLLECTION,
-    client,
+    floor: `http://127.0.0.1:${floorPort}/`,
     stub,
     sampler: new ProcessSampler({ ...pids, temporal: temporalServer.process.pid!, postgres: { comm: 'postgres' }, redis: { comm: 'redis-server' } }),
   };

@@ -57,6 +57,8 @@ export interface Config {
   logLevel: string;
   /** How long a SIGTERMed worker lets in-flight activities finish before cancelling them. */
   workerShutdownGraceMs: number;
+  /** The API process also runs an agent-runs worker on its client's connection, so runs start eagerly (README, Performance). */
+  runsInApi: boolean;
   /** On SIGTERM the API fails readiness, waits this long for the load balancer to notice, then stops listening. */
   shutdownDelayMs: number;
   /** Then in-flight requests get this long to finish. */
@@ -117,6 +119,7 @@ export function loadConfig(): Config {
     mcpAllowedOrigins: str('MCP_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: str('LOG_LEVEL', 'info'),
     workerShutdownGraceMs: int('WORKER_SHUTDOWN_GRACE_MS', WORKER_SHUTDOWN_GRACE_MS),
+    runsInApi: flag('RUNS_IN_API'),
     shutdownDelayMs: int('SHUTDOWN_DELAY_MS', 5_000),
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000),
     apiWaitGraceMs: int('API_WAIT_GRACE_MS', API_WAIT_GRACE_MS),

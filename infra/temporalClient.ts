@@ -1,9 +1,26 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ConnectionLike } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import { config } from './config';
 import { dataConverter } from './payloadCodec';
 
 let client: Promise<Client> | undefined;
+let workerConnection: ConnectionLike | undefined;
+
+/**
+ * Makes the process's client run on a worker's native connection (RUNS_IN_API), so workflows it
+ * starts on that worker's queue can be started eagerly. Call before the first temporal(). The client
+ * outlives the worker (requests still wait for runs that other workers finish), so closeTemporal(),
+ * after the worker has stopped, closes it.
+ */
+export function useWorkerConnection(connection: ConnectionLike): void {
+  if (client) throw new Error('useWorkerConnection() comes before the first temporal()');
+  workerConnection = connection;
+}
+
+/** Whether this client shares its connection with a worker of this process, so a start may ask to run eagerly there. */
+export function sharesWorkerConnection(c: Client): boolean {
+  return workerConnection !== undefined && c.connection === workerConnection;
+}
 
 /**
  * The process's one Temporal client (the API's, and the worker's for schedules and the reconciler); connects on first use.
@@ -12,7 +29,7 @@ let client: Promise<Client> | undefined;
 export function temporal(): Promise<Client> {
   client ??= (async () => {
     const c = config();
-    const connection = await Connection.connect(c.temporal);
+    const connection = workerConnection ?? (await Connection.connect(c.temporal));
     return new Client({ connection, namespace: c.temporalNamespace, dataConverter, interceptors: { workflow: [new OpenTelemetryWorkflowClientInterceptor()] } });
   })().catch((err) => {
     client = undefined;
@@ -24,5 +41,5 @@ export function temporal(): Promise<Client> {
 export async function closeTemporal(): Promise<void> {
   const pending = client;
   client = undefined;
-  if (pending) await (await pending.catch(() => undefined))?.connection.close();
+  await (await pending?.catch(() => undefined))?.connection.close();
 }

@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { hostname } from 'node:os';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
+import { temporal } from '../infra/temporalClient';
 import { answers, freePort } from '../workers/temporalDevServer';
-import { call, scriptModel, tenant, until, useApi } from './support/stack';
+import { call, providerRequests, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream, TERMINALS, type Frame } from './support/sse';
 
 const api = useApi();
@@ -74,5 +76,46 @@ describe('an API instance stopped by SIGTERM mid-stream (a deploy)', () => {
     expect(text).toBe(chunks.join(''));
     const [run] = await db().query<{ status: string }>('SELECT status FROM runs WHERE public_id = :id', { replacements: { id: runId }, type: QueryTypes.SELECT });
     expect(run.status).toBe('completed');
+  });
+});
+
+describe('an API process that hosts runs (RUNS_IN_API)', () => {
+  /** Who took each workflow task and activity task of the run, from its history. */
+  async function takers(runId: string): Promise<{ workflowTasks: string[]; activities: string[] }> {
+    const events = (await (await temporal()).workflow.getHandle(runId).fetchHistory()).events ?? [];
+    return {
+      workflowTasks: events.flatMap((e) => (e.workflowTaskStartedEventAttributes ? [e.workflowTaskStartedEventAttributes.identity ?? ''] : [])),
+      activities: events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.identity ?? ''] : [])),
+    };
+  }
+
+  it('runs what it starts on its own worker: the first task comes in the start answer and the activity in that task\'s completion', async () => {
+    const t = await tenant({ scopes: ['responses:create'] });
+    const { url, child } = await apiProcess({ RUNS_IN_API: '1' });
+    // The suite's worker polls agent-runs too: a task that went through matching could go to either.
+    const hosted = `${child.pid}@${hostname()}`;
+    for (let i = 0; i < 4; i++) {
+      const run = await call(url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: `hello ${i}` } });
+      expect(run.status).toBe(200);
+      expect(run.body.status).toBe('completed');
+      const took = await takers(run.body.id);
+      expect(took.workflowTasks.length).toBeGreaterThan(0);
+      expect(took.activities.length).toBeGreaterThan(0);
+      expect(new Set([...took.workflowTasks, ...took.activities])).toEqual(new Set([hosted]));
+    }
+  });
+
+  it('drains on SIGTERM: a run in flight on its worker finishes there and its request is answered', async () => {
+    const t = await tenant({ scopes: ['responses:create'] });
+    await scriptModel(t.model, [{ text: 'slow but sure', delayMs: 1500 }]);
+    const { url, child } = await apiProcess({ RUNS_IN_API: '1' });
+    const answer = call(url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'take your time' } });
+    await until(async () => ((await providerRequests(t.model)).length > 0 ? true : undefined), 'the model call to start');
+    child.kill('SIGTERM');
+    const run = await answer;
+    expect(run.status).toBe(200);
+    expect(run.body).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'slow but sure' }] });
+    expect((await takers(run.body.id)).activities).toEqual([`${child.pid}@${hostname()}`]);
+    expect(await exited(child)).toBe(0);
   });
 });

@@ -75,17 +75,18 @@ export function parseQueues(argv: string[]): TaskQueue[] {
 }
 
 /**
- * Starts one worker per task queue on one connection; each polls its queue until shut down. The
+ * Starts one worker per task queue on one connection (its own, or `shared`, which the API's client
+ * also uses with RUNS_IN_API); each polls its queue until shut down. The
  * bench's floor worker is started here too, so it has exactly the service worker's settings.
  * Traced (when spans are exported): the traced bundle, each activity a span continuing its workflow's
  * trace (its context in the activity's headers, put there by the bundle's workflow interceptors),
  * and the workflows' own spans reaching the process's span processor through the `exporter` sink.
  */
-export async function startWorkers(queues: readonly string[], code: WorkerCode = SERVICE_CODE): Promise<RunningWorkers> {
+export async function startWorkers(queues: readonly string[], code: WorkerCode = SERVICE_CODE, shared?: NativeConnection): Promise<RunningWorkers> {
   installRuntime();
   const sinks = workflowSinks();
   const c = config();
-  const connection = await NativeConnection.connect(c.temporal);
+  const connection = shared ?? (await NativeConnection.connect(c.temporal));
   const workflowBundleCode = await workflowBundle(code.workflowsPath);
   const workers = await Promise.all(
     queues.map((taskQueue) =>
@@ -116,7 +117,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
     // The Temporal runtime shuts the workers down on these signals; the dispatcher's pass ends with them.
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => dispatching(false));
   }
-  const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
+  // A shared connection is its owner's to close (the API's client still uses it).
+  const done = Promise.all(workers.map((w) => w.run())).then(() => (shared ? undefined : connection.close()));
   return {
     workers,
     done,

@@ -1,8 +1,9 @@
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { RunInput } from '../domain/runs';
 import type { agentRun } from './agentRun';
-import { runStartOptions, type QueuedRunMemo } from './agentRun.options';
+import { RUN_QUEUE, runStartOptions, type QueuedRunMemo } from './agentRun.options';
 import { SEARCH_ATTRIBUTES } from './registry';
+import { sharesWorkerConnection } from '../infra/temporalClient';
 
 /**
  * Everything the API does with agentRun workflows: starting (with agentRun.options.ts, shared with
@@ -14,12 +15,15 @@ export type RunHandle = WorkflowHandle<typeof agentRun>;
 
 /**
  * Starts the run, or attaches to it when a workflow with its id exists already (a retried request
- * that reached Temporal before): a run id is started at most once, ever.
+ * that reached Temporal before): a run id is started at most once, ever. A client that shares its
+ * connection with this process's run worker (RUNS_IN_API) asks for the first workflow task in the
+ * answer, when the run is on that worker's queue.
  */
 export async function startRun(client: Client, input: RunInput, options: { taskQueue?: string } = {}): Promise<RunHandle> {
   try {
     return await client.workflow.start<typeof agentRun>('agentRun', {
       ...runStartOptions(input, options.taskQueue),
+      requestEagerStart: sharesWorkerConnection(client) && (options.taskQueue ?? RUN_QUEUE) === RUN_QUEUE,
       workflowIdConflictPolicy: 'USE_EXISTING',
       workflowIdReusePolicy: 'REJECT_DUPLICATE',
     });
