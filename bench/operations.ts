@@ -13,7 +13,7 @@ async function expectOk(res: Response, what: string): Promise<string> {
 }
 
 /** Reads an event stream to its end: the event types in order, and when the first text delta arrived. */
-async function readEvents(res: Response): Promise<{ events: string[]; firstDeltaAt?: number }> {
+export async function readEvents(res: Response): Promise<{ events: string[]; firstDeltaAt?: number }> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   const events: string[] = [];

@@ -143,6 +143,11 @@ export class ProcessSampler {
     this.timer = setInterval(() => this.sample(), 200).unref();
   }
 
+  /** Samples one more group from now on (a process started mid-bench). */
+  watch(name: string, what: Watched): void {
+    this.watched[name] = what;
+  }
+
   private sample(): Sample {
     const now: Sample = {};
     for (const [name, what] of Object.entries(this.watched)) {

@@ -9,6 +9,7 @@ import { STREAM_TAIL_MS } from './stubProvider';
 import type { IngestionFigures, RetrievalFigures } from './knowledge';
 import type { BatchFigures } from './jobs';
 import type { WebhookFigures } from './webhooks';
+import type { GrowthFigures, GrowthPoint } from './growth';
 
 /** A phase at concurrency 32: its figures, and what its requests cost each process. */
 export interface Loaded {
@@ -25,7 +26,10 @@ export interface Measured {
   stream: { c1: Summary; c32: Loaded };
   authGet: Loaded;
   bareKoa: Loaded;
+  /** Run throughput at c32 with one service worker process, then with two. */
+  scaleOut: { one: Loaded; two: Loaded };
   /** Not measured with --core. */
+  growth?: GrowthFigures;
   ingestion?: IngestionFigures;
   retrieval?: RetrievalFigures;
   batch?: BatchFigures;
@@ -46,6 +50,8 @@ const figures = ({ extra: _extra, ...rest }: Summary) => rest;
 const peaks = (l: Loaded) => Object.fromEntries(Object.entries(l.usage.peakRssMb).filter(([, mb]) => mb > 0).map(([name, mb]) => [name, round2(mb)]));
 const loaded = (l: Loaded) => ({ ...figures(l.summary), cpu_ms_per_request: cpuPerRequest(l), peak_rss_mb: peaks(l) });
 
+const curve = (points: GrowthPoint[], unit: string) => `${points.map((p) => `${p.size}: ${p.p50} / ${p.p95}`).join(', ')} ${unit} (n ${points[0]?.n ?? 0} each)`;
+
 const FAIRNESS = [
   'floor: workflow floorWorkflow = one regular activity that does nothing, on its own task queue, on the same Temporal',
   '  server and flags; one process both starts it and runs it, as the API does with RUNS_IN_API: its worker is started by',
@@ -56,6 +62,11 @@ const FAIRNESS = [
   '  response.output_text.delta minus the stub writing its first chunk, both on the bench process clock.',
   `auth_get: GET ${AUTH_GET_PATH} through the API process; bare_koa: one @koa/router route in its own node process.`,
   'cpu ms/request: CPU time each process group used during the c32 phase (warm-up included) over the requests served.',
+  'scale-out: run at c32 with the one service worker, then again after a second worker process (the same npm script) polls',
+  '  the same queues; both share the same two cores with everything else.',
+  'growth: c1, one warm-up then the samples; a conversation sample gets a fresh conversation filled with its prior messages',
+  '  in one statement (untimed), then one message is posted (memory on); a stream sample reads a streamed answer whose',
+  '  stub reply writes that many deltas at once, to its terminal event.',
   'ingestion: one 10 MB plain-text document (generated prose), from POST /knowledge/ingestions to its record reading',
   '  completed (polled every 20 ms): extraction, chunking, indexing and the switch, on the one service worker.',
   'retrieval overhead: p50 of runs of an agent with knowledge (its collection holds that document) minus p50 of runs',
@@ -111,6 +122,8 @@ export function report(m: Measured): void {
     },
     auth_get: { endpoint: `GET ${AUTH_GET_PATH}`, ...loaded(m.authGet) },
     bare_koa: { endpoint: 'GET /ping', ...loaded(m.bareKoa) },
+    scale_out: { one_worker: loaded(m.scaleOut.one), two_workers: loaded(m.scaleOut.two) },
+    growth: m.growth,
     ingestion: m.ingestion,
     retrieval: m.retrieval,
     batch: m.batch,
@@ -152,6 +165,15 @@ export function report(m: Measured): void {
     `peak RSS under c32 load: api ${rss.api} MB, worker ${rss.worker} MB (floor worker ${rss.floor_worker} MB); by phase:`,
     ...c32Phases.map(([name, l]) => `  ${name.padEnd(10)} api ${peaks(l).api ?? '-'} MB, worker ${peaks(l).worker ?? '-'} MB`),
     '',
+    `scale-out (run, c32): one worker process ${m.scaleOut.one.summary.rps} rps, two ${m.scaleOut.two.summary.rps} rps; worker cpu ms/run ${cpuPerRequest(m.scaleOut.one).worker ?? '-'} vs ${round2((cpuPerRequest(m.scaleOut.two).worker ?? 0) + (cpuPerRequest(m.scaleOut.two).worker_2 ?? 0))}`,
+    '',
+    ...(m.growth
+      ? [
+          `growth (c1 p50 / p95 ms): conversation with ${curve(m.growth.conversation, 'prior messages')}`,
+          `                         streamed answer of ${curve(m.growth.stream, 'deltas')}`,
+          '',
+        ]
+      : []),
     ...(m.ingestion && m.retrieval && m.batch && m.webhooks
       ? [
           `knowledge: ingestion of ${round2(m.ingestion.bytes / 1048576)} MB of text: ${m.ingestion.chunks} chunks in ${m.ingestion.seconds} s = ${m.ingestion.chunks_per_s} chunks/s (${m.ingestion.mb_per_s} MB/s)`,

@@ -6,6 +6,7 @@ import { AUTH_GET_PATH, operations } from './operations';
 import { ingestionThroughput, INGESTED_BYTES, retrievalOverhead } from './knowledge';
 import { batchThroughput, BATCH_ITEMS } from './jobs';
 import { DELIVERED_EVENTS, webhookFigures } from './webhooks';
+import { growthCurves, PRIOR_MESSAGES, STREAM_DELTAS, type GrowthFigures } from './growth';
 import { Children, LOG_DIR } from './processes';
 import { report, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
@@ -26,11 +27,13 @@ const SETTINGS = QUICK
   ? {
       c1: { warmup: 10, count: 40 },
       c32: { concurrency: 32, warmupMs: 1000, durationMs: 3000 },
+      growthSamples: 3,
       get: { concurrency: 32, warmupMs: 500, durationMs: 2500 },
     }
   : {
       c1: { warmup: 30, count: 300 },
       c32: { concurrency: 32, warmupMs: 5000, durationMs: 20_000 },
+      growthSamples: 15,
       get: { concurrency: 32, warmupMs: 3000, durationMs: 15_000 },
     };
 
@@ -56,8 +59,22 @@ async function measure(s: Stack): Promise<Measured> {
     stream: { c1: await atC1('stream', op.stream), c32: await atC32('stream', op.stream) },
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
-    ...(!CORE && { ...(await knowledge(s)), batch: await batch(s), webhooks: await webhooks(s) }),
+    ...(!CORE && { growth: await growth(s), ...(await knowledge(s)), batch: await batch(s), webhooks: await webhooks(s) }),
+    // Last: the second worker stays until the end.
+    scaleOut: await scaleOut(s, atC32, op.run),
   };
+}
+
+/** Runs at c32 with the one service worker, then again once a second worker process polls too. */
+async function scaleOut(s: Stack, atC32: (what: string, operation: Operation) => Promise<Loaded>, run: Operation): Promise<Measured['scaleOut']> {
+  const one = await atC32('scale-out: run with one worker process', run);
+  await s.addWorker();
+  return { one, two: await atC32('scale-out: run with two worker processes', run) };
+}
+
+async function growth(s: Stack): Promise<GrowthFigures> {
+  log(`growth: conversation runs with ${PRIOR_MESSAGES.join(', ')} prior messages, streams of ${STREAM_DELTAS.join(', ')} deltas (${SETTINGS.growthSamples} each at concurrency 1)`);
+  return growthCurves(s, SETTINGS.growthSamples);
 }
 
 async function webhooks(s: Stack): Promise<Measured['webhooks']> {

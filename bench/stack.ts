@@ -31,6 +31,8 @@ export interface Stack {
   floor: string;
   stub: BenchStub;
   sampler: ProcessSampler;
+  /** Starts a second service worker (as `npm run start:worker` runs it), sampled as worker_2; resolves once it polls agent-runs. */
+  addWorker(): Promise<void>;
 }
 
 /** Whether both the workflow and the activity side of a task queue have a poller. */
@@ -75,7 +77,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
 
   await migrate();
   const workspace = await createWorkspace({ name: 'bench', credits: 1_000_000_000_000 });
-  const key = await createWorkspaceKey({ workspace: workspace.id, scopes: 'responses:create,logs:read,documents:create,knowledge:write,knowledge:read,jobs:create,jobs:read', name: 'bench' });
+  const key = await createWorkspaceKey({ workspace: workspace.id, scopes: 'responses:create,conversations:create,messages:create,logs:read,documents:create,knowledge:write,knowledge:read,jobs:create,jobs:read', name: 'bench' });
   const agent = await createAgent({ workspace: workspace.id, name: 'bench', config: { model: 'bench', instructions: 'Answer briefly.' } });
   const knowledgeAgent = await createAgent({ workspace: workspace.id, name: 'bench-knowledge', config: { model: 'bench', instructions: 'Answer briefly.', knowledge: { collections: [COLLECTION] } } });
   await closeDb();
@@ -115,6 +117,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   };
 
   const api = `http://127.0.0.1:${apiPort}`;
+  const sampler = new ProcessSampler({ ...pids, temporal: temporalServer.process.pid!, postgres: { comm: 'postgres' }, redis: { comm: 'redis-server' } });
   const client = await temporal();
   await Promise.all([
     waitFor('the API', async () => (await fetch(`${api}/readyz`)).status === 200),
@@ -131,6 +134,14 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     collection: COLLECTION,
     floor: `http://127.0.0.1:${floorPort}/`,
     stub,
-    sampler: new ProcessSampler({ ...pids, temporal: temporalServer.process.pid!, postgres: { comm: 'postgres' }, redis: { comm: 'redis-server' } }),
+    sampler,
+    async addWorker() {
+      const pid = service('worker-2', 'start:worker');
+      sampler.watch('worker_2', pid);
+      await waitFor('the second worker', async () => {
+        const { pollers = [] } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: SERVICE_QUEUE }, taskQueueType: 1 });
+        return pollers.some((p) => p.identity?.startsWith(`${pid}@`));
+      });
+    },
   };
 }

@@ -5,6 +5,9 @@ import { LoopbackServer, readJson } from '../test/stack/loopbackServer';
 /** The token the bench puts in a request's input, so a provider request can be matched to the client's. */
 export const tokenTag = (token: string) => `[bench:${token}]`;
 const TOKEN = /\[bench:([A-Za-z0-9_-]+)\]/;
+/** Asks for a streamed reply of this many content deltas, written at once (the growth curve's streams). */
+export const deltasTag = (count: number) => `[bench-deltas:${count}]`;
+const DELTAS = /\[bench-deltas:(\d+)\]/;
 
 /**
  * After the first chunk, the rest of a streamed reply follows this much later, as a real model's
@@ -43,10 +46,19 @@ export class BenchStub extends LoopbackServer {
       return;
     }
     const messages = (body.messages ?? []) as { role: string; content: unknown }[];
-    const token = TOKEN.exec(JSON.stringify(messages.filter((m) => m.role === 'user').at(-1)?.content ?? ''))?.[1];
+    const lastUserMessage = JSON.stringify(messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
+    const token = TOKEN.exec(lastUserMessage)?.[1];
     const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
     const send = (payload: unknown) => res.write(`data: ${JSON.stringify(payload)}\n\n`);
     res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const deltas = DELTAS.exec(lastUserMessage)?.[1];
+    if (deltas) {
+      for (let i = 0; i < Number(deltas); i++) send(chunk({ content: `w${i} ` }));
+      send(chunk({}, 'stop'));
+      send({ ...base, object: 'chat.completion.chunk', choices: [], usage: USAGE });
+      res.end('data: [DONE]\n\n');
+      return;
+    }
     if (token) this.firstChunkAt.set(token, performance.now());
     send(chunk({ content: REPLY[0] }));
     await new Promise((resolve) => setTimeout(resolve, STREAM_TAIL_MS).unref());
