@@ -14,12 +14,13 @@ import { BenchStub } from './stubProvider';
 
 /**
  * `npm run bench [-- --quick] [-- --core] [-- --profile]`: starts its own stack, measures the floor (Temporal's own cost), runs,
- * streams and an authenticated GET against a bare Koa route, prints a table and writes
+ * streams and an authenticated GET against a bare Koa route, how a run's cost grows with its work, the
+ * other workloads, and runs with one worker process against two; prints a table and writes
  * bench/results/latest.json. Targets are printed as met or missed, never asserted.
  */
 
 const QUICK = process.argv.includes('--quick');
-/** Only the floor, runs, streams and the GET pair: what a change to the run's path moves (and what --profile should see). */
+/** Only the floor, runs, streams, the GET pair and scale-out: what a change to the run's path moves (and what --profile should see). */
 const CORE = process.argv.includes('--core');
 const PROFILE = process.argv.includes('--profile');
 
