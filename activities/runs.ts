@@ -1,8 +1,7 @@
-import { Context } from '@temporalio/activity';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
-import { conversational, finalOutput, TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
+import { conversational, TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { creditsFor, ledgerLine } from '../domain/billing';
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
@@ -90,26 +89,17 @@ export interface StartRun {
   memory: boolean;
   /** The first model call, less what the run already says. */
   call: Omit<GenerateInput, 'runId' | 'traceId' | 'config' | 'input' | 'attachments' | 'historyFrom'>;
-  /** When the reply ends the run, settle it here (completed): what retrieval gave the model. Absent in runs begun before. */
-  settle?: { knowledge: PassageRef[] };
 }
 
-export type StartedRun = GenerateResult & { begun: BegunRun; settled?: RunOutcome };
-
 /**
- * The run's first activity: queued → running (beginRun), its first model call, and, when that reply
- * ends the run (most runs: no tools, no repair), running → completed (settleRun). Doing the
- * bookkeeping inside the call rather than in local activities of their own spares every such run two
- * workflow activations and two local-activity round trips: its history is the floor's, one activity
- * and two workflow tasks. It heartbeats from its start, bookkeeping included. A retried attempt finds
- * the run recorded and calls again; one whose earlier attempt settled the run answers with that.
+ * The run's first activity: queued → running (beginRun), then its first model call. Recording the
+ * run inside the first call rather than in a local activity of its own spares every run a workflow
+ * activation and a local-activity round trip (about 10 ms of a run's latency). It heartbeats from
+ * its start, bookkeeping included. A retried attempt finds the run recorded and only calls again.
  */
-export function startRun(s: StartRun): Promise<StartedRun> {
+export function startRun(s: StartRun): Promise<GenerateResult & { begun: BegunRun }> {
   return heartbeating(async () => {
     const begun = await beginRun(s.run);
-    const earlier = s.settle && Context.current().info.attempt > 1 ? await new RunEvents(s.run.runId).completedRun() : undefined;
-    // The workflow returns `settled` and reads nothing else of the reply.
-    if (earlier) return { text: '', toolCalls: [], usage: ZERO_USAGE, model: '', check: { ok: true, value: '' }, begun, settled: { run: earlier } };
     const reply = await callModel({
       ...s.call,
       runId: s.run.runId,
@@ -119,10 +109,7 @@ export function startRun(s: StartRun): Promise<StartedRun> {
       attachments: s.run.attachments,
       historyFrom: s.memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
     });
-    const output = s.settle && finalOutput(reply, s.call.format);
-    if (!output) return { ...reply, begun };
-    const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, model: reply.model, toolNames: [], knowledge: s.settle?.knowledge });
-    return { ...reply, begun, settled };
+    return { ...reply, begun };
   });
 }
 
