@@ -1,5 +1,5 @@
 export { generate } from './model';
-export { settleRun, startRun } from './runs';
+export { recordRunCancel, settleRun, startRun } from './runs';
 export { callTool, emitRunEvent } from './tools';
 export { failUnstartedWork, settleAbandonedRuns } from './reconcile';
 export { beginIngestion, completeIngestion, failIngestion, indexDocument } from './knowledge';

@@ -1,6 +1,7 @@
 import { logger } from '../infra/logger';
 import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, type StreamEventType } from '../domain/streamEvents';
 import { redis } from '../db/redis';
+import type { RunResponse } from '../domain/runs';
 
 /**
  * Appends events to a run's Redis stream. Appends on one connection keep their order, so callers
@@ -38,6 +39,12 @@ export class RunEvents {
   async startsWith(type: StreamEventType): Promise<boolean> {
     const [first] = await redis().xrange(runEventsKey(this.runId), '-', '+', 'COUNT', 1);
     return first?.[1][1] === type;
+  }
+
+  /** The run as its stream's response.completed event gave it, when the stream ends with one. */
+  async completedRun(): Promise<RunResponse | undefined> {
+    const [last] = await redis().xrevrange(runEventsKey(this.runId), '+', '-', 'COUNT', 1);
+    return last?.[1][1] === 'response.completed' ? (JSON.parse(last[1][3]) as RunResponse) : undefined;
   }
 
   /** The text each attempt of one model call has streamed so far, by attempt number. */

@@ -1,13 +1,15 @@
+import { Context } from '@temporalio/activity';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
-import { conversational, TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
+import { conversational, finalOutput, TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { creditsFor, ledgerLine } from '../domain/billing';
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
 import { Outbox } from '../db/outbox';
 import { insertMessage } from '../db/messages';
 import { insertRun, lockRun, settleRunRecord, type LockedRun } from '../db/runs';
+import { cancelRequested, recordCancelRequest } from '../db/runCancelRequests';
 import { transaction, type Sql } from '../db/sql';
 import { config } from '../infra/config';
 import { heartbeating } from './bounded';
@@ -89,17 +91,26 @@ export interface StartRun {
   memory: boolean;
   /** The first model call, less what the run already says. */
   call: Omit<GenerateInput, 'runId' | 'traceId' | 'config' | 'input' | 'attachments' | 'historyFrom'>;
+  /** When the reply ends the run, settle it here (completed): what retrieval gave the model. Absent in runs begun before. */
+  settle?: { knowledge: PassageRef[] };
 }
 
+export type StartedRun = GenerateResult & { begun: BegunRun; settled?: RunOutcome };
+
 /**
- * The run's first activity: queued → running (beginRun), then its first model call. Recording the
- * run inside the first call rather than in a local activity of its own spares every run a workflow
- * activation and a local-activity round trip (about 10 ms of a run's latency). It heartbeats from
- * its start, bookkeeping included. A retried attempt finds the run recorded and only calls again.
+ * The run's first activity: queued → running (beginRun), its first model call, and, when that reply
+ * ends the run (most runs: no tools, no repair), running → completed (settleRun). Doing the
+ * bookkeeping inside the call rather than in local activities of their own spares every such run two
+ * workflow activations and two local-activity round trips: its history is the floor's, one activity
+ * and two workflow tasks. It heartbeats from its start, bookkeeping included. A retried attempt finds
+ * the run recorded and calls again; one whose earlier attempt settled the run answers with that.
  */
-export function startRun(s: StartRun): Promise<GenerateResult & { begun: BegunRun }> {
+export function startRun(s: StartRun): Promise<StartedRun> {
   return heartbeating(async () => {
     const begun = await beginRun(s.run);
+    const earlier = s.settle && Context.current().info.attempt > 1 ? await new RunEvents(s.run.runId).completedRun() : undefined;
+    // The workflow returns `settled` and reads nothing else of the reply.
+    if (earlier) return { text: '', toolCalls: [], usage: ZERO_USAGE, model: '', check: { ok: true, value: '' }, begun, settled: { run: earlier } };
     const reply = await callModel({
       ...s.call,
       runId: s.run.runId,
@@ -109,7 +120,16 @@ export function startRun(s: StartRun): Promise<GenerateResult & { begun: BegunRu
       attachments: s.run.attachments,
       historyFrom: s.memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
     });
-    return { ...reply, begun };
+    const output = s.settle && finalOutput(reply, s.call.format);
+    if (!output) return { ...reply, begun };
+    try {
+      const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, model: reply.model, toolNames: [], knowledge: s.settle?.knowledge, unlessCancelRequested: true });
+      return { ...reply, begun, settled };
+    } catch (err) {
+      // The run was cancelled before the reply came: the workflow settles it cancelled.
+      if (err instanceof CancelRequested) return { ...reply, begun };
+      throw err;
+    }
   });
 }
 
@@ -134,6 +154,19 @@ export interface Settlement {
   error?: { code: ErrorCode; message: string };
   /** What retrieval gave the model (ids and ranks, never text), for the run's log entry. */
   knowledge?: PassageRef[];
+  /** Settle only if no cancel was recorded for the run first (the first call settling it); else CancelRequested. */
+  unlessCancelRequested?: boolean;
+}
+
+/** A settlement asked to give way to a cancel found one recorded: nothing was written. */
+class CancelRequested extends Error {}
+
+/**
+ * The run's workflow was cancelled: recorded at once (a local activity), so a first call still in
+ * flight settles the run only if its settlement looks first.
+ */
+export async function recordRunCancel(runId: string): Promise<void> {
+  await transaction((sql) => recordCancelRequest(runId, sql));
 }
 
 export function runResponse(input: RunInput, begun: BegunRun, fields: { status: RunStatus; output: OutputItem[]; usage: Usage }): RunResponse {
@@ -165,6 +198,8 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     const { begun, row = { status: 'running', usage: ZERO_USAGE, consumedUsage: null } } = recordedRun;
     const settled = (outcome: RunOutcome, now: boolean) => ({ outcome, begun, recorded: !recordedRun.row, now });
     if (TERMINAL_STATUSES.has(row.status)) return settled({ run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) }, false);
+    // Under the run's lock, which recording a cancel takes too: one of the two comes first.
+    if (s.unlessCancelRequested && (await cancelRequested(input.runId, sql))) throw new CancelRequested();
     // Calls cut short reported no usage; what they consumed was recorded on the run and is billed too.
     const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;
     const outbox = outboxOf(input);

@@ -1,5 +1,6 @@
 import type { AgentConfig } from './agents';
 import type { ErrorCode, RunStatus } from './errors';
+import type { StructuredCheck } from './structuredOutput';
 import type { Usage } from './usage';
 
 /**
@@ -130,3 +131,12 @@ export function timedOut(deadline: Deadline): { code: 'provider_unavailable'; me
 
 /** Spec: structured output is repaired at most once, so a run's number of model calls is known up front. */
 export const REPAIR_ATTEMPTS = 1;
+
+/**
+ * The run's output when a model reply ends it: no tool calls to make and a reply that passes the
+ * response format; undefined when the run goes on (tools, a repair).
+ */
+export function finalOutput(reply: { text: string; toolCalls: readonly unknown[]; check: StructuredCheck }, format: ResponseFormat): OutputItem[] | undefined {
+  if (reply.toolCalls.length > 0 || !reply.check.ok) return undefined;
+  return format.type === 'text' ? [{ type: 'text', text: reply.text }] : [{ type: 'json', json: reply.check.value }];
+}

@@ -39,7 +39,7 @@ const toolCall = (name: string, args = '{}') => ({ toolCalls: [{ id: `call_${ran
 
 /** The stubbed activities: each model call answers the next reply; everything the workflow asks is recorded. */
 function stubbed(replies: Reply[], firstCall?: (call: ModelCall) => Promise<void>) {
-  const seen = { calls: [] as ModelCall[], tools: [] as string[], events: [] as string[], settlement: undefined as Settlement | undefined };
+  const seen = { calls: [] as ModelCall[], tools: [] as string[], events: [] as string[], settlement: undefined as Settlement | undefined, cancelRecorded: false };
   const answer = async (call: ModelCall): Promise<GenerateResult> => {
     seen.calls.push(call);
     return { text: '', toolCalls: [], usage: { input_tokens: 3, output_tokens: 2, total_tokens: 5, cached_tokens: 0 }, model: 'stub', check: { ok: true, value: undefined }, ...replies.shift() };
@@ -56,6 +56,9 @@ function stubbed(replies: Reply[], firstCall?: (call: ModelCall) => Promise<void
     },
     async emitRunEvent(_runId: string, type: string) {
       seen.events.push(type);
+    },
+    async recordRunCancel() {
+      seen.cancelRecorded = true;
     },
     async settleRun(s: Settlement): Promise<RunOutcome> {
       seen.settlement = s;
@@ -155,6 +158,7 @@ describe('agentRun, activities stubbed', () => {
     });
     expect(outcome.run.status).toBe('cancelled');
     expect(seen.settlement?.status).toBe('cancelled');
+    expect(seen.cancelRecorded).toBe(true);
     expect(callCancelled).toBe(true);
   });
 

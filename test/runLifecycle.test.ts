@@ -3,15 +3,30 @@ import { dataConverter } from '../infra/payloadCodec';
 import { QueryTypes } from 'sequelize';
 import { mintId, mintTraceId } from '../domain/ids';
 import type { RunInput } from '../domain/runs';
-import { startRun } from '../workflows/agentRun.client';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { startRun, type StartedRun } from '../activities/runs';
+import { startRun as startRunWorkflow } from '../workflows/agentRun.client';
 import { db } from '../db/sequelize';
-import { type Answer, call, providerRequests, scriptModel, tenant, until, useApi } from './support/stack';
+import { type Answer, call, providerRequests, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
 
 const api = useApi();
 
 const SCOPES = ['agents:run'];
 const withoutIds = (a: Answer) => a.text.replace(/req_[0-9a-z]+/g, 'req_X');
 const run = (key: string, agent: string, body: Record<string, unknown>) => call(api.url, 'POST', `/api/v2/agents/${agent}/runs`, { key, body });
+
+/** The id of the tenant's one run, once its first model call has reached the provider. */
+async function inFirstCall(t: { agent: string; model: string }): Promise<string> {
+  const id = await until(async () => {
+    const [row] = await db().query<{ public_id: string }>(
+      'SELECT r.public_id FROM runs r JOIN agents a ON a.id = r.agent_id WHERE a.public_id = :agent',
+      { replacements: { agent: t.agent }, type: QueryTypes.SELECT },
+    );
+    return row?.public_id;
+  }, 'the run to start');
+  await until(async () => ((await providerRequests(t.model)).length ? true : undefined), 'the provider call');
+  return id;
+}
 
 async function runStatus(id: string): Promise<string> {
   const [row] = await db().query<{ status: string }>('SELECT status FROM runs WHERE public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
@@ -59,7 +74,7 @@ describe('a queued run', () => {
     };
     const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
     // A task queue no worker polls: the run stays queued.
-    const handle = await startRun(client, input, { taskQueue: `nobody-${input.runId}` });
+    const handle = await startRunWorkflow(client, input, { taskQueue: `nobody-${input.runId}` });
     try {
       const got = await call(api.url, 'GET', `/api/v2/runs/${input.runId}`, { key: t.key });
       expect(got.status).toBe(200);
@@ -87,14 +102,7 @@ describe('cancellation', () => {
     const t = await tenant({ scopes: SCOPES });
     await scriptModel(t.model, [{ text: 'too late', delayMs: 20_000 }]);
     const pending = run(t.key, t.agent, { input: 'slow' });
-    const id = await until(async () => {
-      const [row] = await db().query<{ public_id: string }>(
-        'SELECT r.public_id FROM runs r JOIN agents a ON a.id = r.agent_id WHERE a.public_id = :agent',
-        { replacements: { agent: t.agent }, type: QueryTypes.SELECT },
-      );
-      return row?.public_id;
-    }, 'the run to start');
-    await until(async () => ((await providerRequests(t.model)).length ? true : undefined), 'the provider call');
+    const id = await inFirstCall(t);
 
     const cancelled = await call(api.url, 'POST', `/api/v2/runs/${id}/cancel`, { key: t.key });
     expect(cancelled.status).toBe(200);
@@ -167,5 +175,53 @@ describe('provider failures and time limits', () => {
       type: QueryTypes.SELECT,
     });
     expect(Number(row.credits)).toBeGreaterThan(0);
+  });
+});
+
+describe('a run whose first reply is final', () => {
+  it("settles in its one activity: its history is the floor's (one activity, two workflow tasks, no local activity)", async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const answer = await run(t.key, t.agent, { input: 'hello' });
+    expect(answer.status).toBe(200);
+    expect(answer.body.status).toBe('completed');
+    const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
+    try {
+      const { events } = await client.workflow.getHandle(answer.body.id).fetchHistory();
+      const count = (attributes: string) => (events ?? []).filter((e) => (e as Record<string, unknown>)[attributes]).length;
+      expect(count('activityTaskScheduledEventAttributes')).toBe(1);
+      expect(count('workflowTaskCompletedEventAttributes')).toBe(2);
+      expect(count('markerRecordedEventAttributes')).toBe(0);
+    } finally {
+      await client.connection.close();
+    }
+    expect(await runStatus(answer.body.id)).toBe('completed');
+  });
+
+  it('ends cancelled when cancelled while that call is in flight, even when the reply comes before the call hears of the cancel', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    // The cancel reaches a call with its next heartbeat (about 1.6 s in): this reply comes first.
+    await scriptModel(t.model, [{ text: 'quick', delayMs: 600 }]);
+    const pending = run(t.key, t.agent, { input: 'quick' });
+    const id = await inFirstCall(t);
+    const cancelled = await call(api.url, 'POST', `/api/v2/runs/${id}/cancel`, { key: t.key });
+    expect(cancelled.body).toMatchObject({ id, status: 'cancelled' });
+    expect((await pending).body).toMatchObject({ id, status: 'cancelled' });
+    expect(await runStatus(id)).toBe('cancelled');
+    // The call was not cut short: its reply arrived whole, and the run still ended as the cancel asked.
+    expect((await providerRequests(t.model)).map((r) => r.aborted)).toEqual([false]);
+  });
+
+  it('a retried first call whose earlier attempt settled the run answers with that settlement and calls no model', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ text: 'once' }, { text: 'twice' }]);
+    const input = await runInputFor(t);
+    const start = { run: input, memory: false, call: { deadline: { at: Date.now() + 60_000, timeoutMs: 60_000 }, format: { type: 'text' as const }, stream: false, call: 1, tools: [], toolChoice: 'auto' as const, toolTurns: [], knowledge: [] }, settle: { knowledge: [] } };
+    const first = (await new MockActivityEnvironment().run(startRun, start)) as StartedRun;
+    expect(first.settled?.run).toMatchObject({ id: input.runId, status: 'completed', output: [{ type: 'text', text: 'once' }] });
+    // The worker died after settling, before Temporal heard of it: the call runs again.
+    const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(startRun, start)) as StartedRun;
+    expect(retried.settled).toEqual(first.settled);
+    expect(await providerRequests(t.model)).toHaveLength(1);
+    expect(await runStatus(input.runId)).toBe('completed');
   });
 });

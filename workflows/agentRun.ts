@@ -13,7 +13,7 @@ import {
 import type * as activities from '../activities';
 import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
-import { conversational, REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
+import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
@@ -45,13 +45,15 @@ const RETRIEVAL_RETRY: RetryPolicy = {
 };
 const RETRIEVAL_ATTEMPT_TIMEOUT = '10s';
 const RETRIEVAL_PATCH = 'knowledge-retrieval';
+/** Runs begun before their first call could settle them record no cancel. */
+const CANCEL_RECORD_PATCH = 'record-cancel';
 
 /**
  * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds. A run
  * settles even after a long database outage; one that never does (terminated, timed out) is
  * settled by the reconciler instead.
  */
-const { settleRun, emitRunEvent } = proxyLocalActivities<typeof activities>({
+const { settleRun, emitRunEvent, recordRunCancel } = proxyLocalActivities<typeof activities>({
   startToCloseTimeout: '10s',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
@@ -118,6 +120,13 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     proxyActivities<typeof activities>({ startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
 
   let begun: BegunRun | undefined;
+  let settled: RunOutcome | undefined;
+  // A cancel is recorded the moment it arrives: the first call, which settles a run its reply ends,
+  // then gives way to it even when the reply comes before the call hears of the cancel.
+  let cancelRecorded: Promise<void> | undefined;
+  CancellationScope.current().cancelRequested.catch(() => {
+    if (patched(CANCEL_RECORD_PATCH)) cancelRecorded = CancellationScope.nonCancellable(() => recordRunCancel(input.runId));
+  });
   const memory = conversational(input.kind) && input.options.memoryPolicy === 'auto';
   let usage: Usage = ZERO_USAGE;
   let model = input.agent.config.model ?? 'default';
@@ -131,6 +140,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   let calls = 0;
   const knowledge = knowledgePlan(input.agent.config, input.options.knowledgePolicy);
   let passages: Passage[] = [];
+  const passageRefs = () => passages.map(({ chunk, document, rank }) => ({ chunk, document, rank }));
 
   const ask = async (repair?: { previous: string; problems: string[] }) => {
     const call = {
@@ -147,7 +157,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     };
     let reply;
     if (!begun) {
-      ({ begun, ...reply } = await modelCalls().startRun({ run: input, memory, call }));
+      // A first reply that ends the run is settled by the call itself (one activity and two workflow tasks, as the floor).
+      ({ begun, settled, ...reply } = await modelCalls().startRun({ run: input, memory, call, settle: { knowledge: passageRefs() } }));
     } else {
       const historyFrom = memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined;
       reply = await modelCalls().generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom });
@@ -228,16 +239,21 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     if (!reply.check.ok) {
       return { code: 'structured_output_failed', message: `The reply did not match the schema at: ${reply.check.paths.join(', ')}` };
     }
-    return format.type === 'text' ? [{ type: 'text', text: reply.text }] : [{ type: 'json', json: reply.check.value }];
+    // No tool calls are left and the reply passed: final.
+    return finalOutput(reply, format)!;
   }
 
-  const settle = (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) =>
-    CancellationScope.nonCancellable(() =>
-      settleRun({ input, status, output, usage, model, toolNames, handoff, error, knowledge: passages.map(({ chunk, document, rank }) => ({ chunk, document, rank })) }),
-    );
+  const settle = async (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) => {
+    await cancelRecorded;
+    return CancellationScope.nonCancellable(() => settleRun({ input, status, output, usage, model, toolNames, handoff, error, knowledge: passageRefs() }));
+  };
 
   try {
     const result = await respond();
+    if (settled) {
+      await cancelRecorded;
+      return settled;
+    }
     if (CancellationScope.current().consideredCancelled) return await settle('cancelled', []);
     if (Array.isArray(result)) return await settle('completed', result);
     return await settle(ERROR_TABLE[result.code].runStatus, [], result);
