@@ -10,6 +10,7 @@ import type { IngestionFigures, RetrievalFigures } from './knowledge';
 import type { BatchFigures } from './jobs';
 import type { WebhookFigures } from './webhooks';
 import type { GrowthFigures, GrowthPoint } from './growth';
+import type { StatementFigures } from './statements';
 
 /** A phase at concurrency 32: its figures, and what its requests cost each process. */
 export interface Loaded {
@@ -26,6 +27,8 @@ export interface Measured {
   stream: { c1: Summary; c32: Loaded };
   authGet: Loaded;
   bareKoa: Loaded;
+  /** PostgreSQL and Redis work per run, from their own counters. */
+  statements: StatementFigures;
   /** Run throughput at c32 with one service worker process, then with two. */
   scaleOut: { one: Loaded; two: Loaded };
   /** Not measured with --core. */
@@ -52,6 +55,8 @@ const loaded = (l: Loaded) => ({ ...figures(l.summary), cpu_ms_per_request: cpuP
 
 const curve = (points: GrowthPoint[], unit: string) => `${points.map((p) => `${p.size}: ${p.p50} / ${p.p95}`).join(', ')} ${unit} (n ${points[0]?.n ?? 0} each)`;
 
+const counts = (c: Record<string, number>) => Object.entries(c).map(([name, n]) => `${name} ${n}`).join(', ') || '-';
+
 const FAIRNESS = [
   'floor: workflow floorWorkflow = one regular activity that does nothing, on its own task queue, on the same Temporal',
   '  server and flags; one process both starts it and runs it, as the API does with RUNS_IN_API: its worker is started by',
@@ -62,6 +67,10 @@ const FAIRNESS = [
   '  response.output_text.delta minus the stub writing its first chunk, both on the bench process clock.',
   `auth_get: GET ${AUTH_GET_PATH} through the API process; bare_koa: one @koa/router route in its own node process.`,
   'cpu ms/request: CPU time each process group used during the c32 phase (warm-up included) over the requests served.',
+  "statements: PostgreSQL's pg_stat_database and pg_stat_user_tables (table reads: index and sequential scans, a join's",
+  '  inner side once per probe) and Redis',
+  '  INFO commandstats, read 11 s after the runs (idle backends publish late), less what an idle window of the same',
+  '  stack grew at the same rate (the outbox dispatcher polls when idle).',
   'scale-out: run at c32 with the one service worker, then again after a second worker process (the same npm script) polls',
   '  the same queues; both share the same two cores with everything else.',
   'growth: c1, one warm-up then the samples; a conversation sample gets a fresh conversation filled with its prior messages',
@@ -122,6 +131,7 @@ export function report(m: Measured): void {
     },
     auth_get: { endpoint: `GET ${AUTH_GET_PATH}`, ...loaded(m.authGet) },
     bare_koa: { endpoint: 'GET /ping', ...loaded(m.bareKoa) },
+    statements_per_run: m.statements,
     scale_out: { one_worker: loaded(m.scaleOut.one), two_workers: loaded(m.scaleOut.two) },
     growth: m.growth,
     ingestion: m.ingestion,
@@ -164,6 +174,9 @@ export function report(m: Measured): void {
     '',
     `peak RSS under c32 load: api ${rss.api} MB, worker ${rss.worker} MB (floor worker ${rss.floor_worker} MB); by phase:`,
     ...c32Phases.map(([name, l]) => `  ${name.padEnd(10)} api ${peaks(l).api ?? '-'} MB, worker ${peaks(l).worker ?? '-'} MB`),
+    '',
+    `statements per run (${m.statements.runs} runs at c1): PostgreSQL ${m.statements.transactions} transactions; table reads ${counts(m.statements.scans)}`,
+    `  rows written ${counts(m.statements.rows_written)}; Redis ${counts(m.statements.redis)}`,
     '',
     `scale-out (run, c32): one worker process ${m.scaleOut.one.summary.rps} rps, two ${m.scaleOut.two.summary.rps} rps; worker cpu ms/run ${cpuPerRequest(m.scaleOut.one).worker ?? '-'} vs ${round2((cpuPerRequest(m.scaleOut.two).worker ?? 0) + (cpuPerRequest(m.scaleOut.two).worker_2 ?? 0))}`,
     '',

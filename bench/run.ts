@@ -7,6 +7,7 @@ import { ingestionThroughput, INGESTED_BYTES, retrievalOverhead } from './knowle
 import { batchThroughput, BATCH_ITEMS } from './jobs';
 import { DELIVERED_EVENTS, webhookFigures } from './webhooks';
 import { growthCurves, PRIOR_MESSAGES, STREAM_DELTAS, type GrowthFigures } from './growth';
+import { statementsPerRun, type StatementFigures } from './statements';
 import { Children, LOG_DIR } from './processes';
 import { report, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
@@ -20,7 +21,7 @@ import { BenchStub } from './stubProvider';
  */
 
 const QUICK = process.argv.includes('--quick');
-/** Only the floor, runs, streams, the GET pair and scale-out: what a change to the run's path moves (and what --profile should see). */
+/** Only the floor, runs, streams, the GET pair, statements per run and scale-out: what a change to the run's path moves (and what --profile should see). */
 const CORE = process.argv.includes('--core');
 const PROFILE = process.argv.includes('--profile');
 
@@ -29,12 +30,14 @@ const SETTINGS = QUICK
       c1: { warmup: 10, count: 40 },
       c32: { concurrency: 32, warmupMs: 1000, durationMs: 3000 },
       growthSamples: 3,
+      statementRuns: 50,
       get: { concurrency: 32, warmupMs: 500, durationMs: 2500 },
     }
   : {
       c1: { warmup: 30, count: 300 },
       c32: { concurrency: 32, warmupMs: 5000, durationMs: 20_000 },
       growthSamples: 15,
+      statementRuns: 200,
       get: { concurrency: 32, warmupMs: 3000, durationMs: 15_000 },
     };
 
@@ -60,6 +63,7 @@ async function measure(s: Stack): Promise<Measured> {
     stream: { c1: await atC1('stream', op.stream), c32: await atC32('stream', op.stream) },
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
+    statements: await statements(op.run),
     ...(!CORE && { growth: await growth(s), ...(await knowledge(s)), batch: await batch(s), webhooks: await webhooks(s) }),
     // Last: the second worker stays until the end.
     scaleOut: await scaleOut(s, atC32, op.run),
@@ -71,6 +75,11 @@ async function scaleOut(s: Stack, atC32: (what: string, operation: Operation) =>
   const one = await atC32('scale-out: run with one worker process', run);
   await s.addWorker();
   return { one, two: await atC32('scale-out: run with two worker processes', run) };
+}
+
+async function statements(run: Operation): Promise<StatementFigures> {
+  log(`statements: PostgreSQL and Redis counters around ${SETTINGS.statementRuns} runs at concurrency 1`);
+  return statementsPerRun(run, SETTINGS.statementRuns);
 }
 
 async function growth(s: Stack): Promise<GrowthFigures> {
