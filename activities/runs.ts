@@ -198,7 +198,9 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     const { begun, row = { status: 'running', usage: ZERO_USAGE, consumedUsage: null } } = recordedRun;
     const settled = (outcome: RunOutcome, now: boolean) => ({ outcome, begun, recorded: !recordedRun.row, now });
     if (TERMINAL_STATUSES.has(row.status)) return settled({ run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) }, false);
-    // Under the run's lock, which recording a cancel takes too: one of the two comes first.
+    // Under the run's lock, which recording a cancel takes too: one of the two comes first. A statement
+    // of its own, not a subquery of the lock's: after waiting on that lock, this one's fresh snapshot
+    // sees a cancel that committed meanwhile; the lock statement's older snapshot would not.
     if (s.unlessCancelRequested && (await cancelRequested(input.runId, sql))) throw new CancelRequested();
     // Calls cut short reported no usage; what they consumed was recorded on the run and is billed too.
     const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Client as PgClient } from 'pg';
 import { mintId } from '../domain/ids';
 import { percentiles, type Percentiles } from './load';
-import { readEvents } from './operations';
+import { expectOk, readEvents } from './operations';
 import type { Stack } from './stack';
 import { deltasTag } from './stubProvider';
 
@@ -21,11 +21,7 @@ export interface GrowthFigures {
   stream: GrowthPoint[];
 }
 
-async function expectJson(res: Response, what: string): Promise<Record<string, unknown>> {
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 300)}`);
-  return JSON.parse(text) as Record<string, unknown>;
-}
+const json = async (body: Promise<string>) => JSON.parse(await body) as Record<string, unknown>;
 
 /** Times `samples` operations one by one, after one warm-up; `prepare` runs untimed before each. */
 async function curvePoint(size: number, samples: number, prepare: () => Promise<string>, timed: (prepared: string) => Promise<void>): Promise<GrowthPoint> {
@@ -51,7 +47,7 @@ export async function growthCurves(s: Stack, samples: number): Promise<GrowthFig
   try {
     const post = (path: string, body: unknown) => fetch(`${s.api}${path}`, { method: 'POST', headers: s.auth, body: JSON.stringify(body) });
     const conversationWith = async (size: number) => {
-      const { id } = await expectJson(await post('/api/v2/conversations', { agent: s.agent }), 'POST /api/v2/conversations');
+      const { id } = await json(expectOk(await post('/api/v2/conversations', { agent: s.agent }), 'POST /api/v2/conversations', 201));
       const ids = Array.from({ length: size }, () => mintId('message'));
       await pg.query(
         `INSERT INTO messages (public_id, conversation_id, role, content)
@@ -65,7 +61,7 @@ export async function growthCurves(s: Stack, samples: number): Promise<GrowthFig
     for (const size of PRIOR_MESSAGES) {
       conversation.push(
         await curvePoint(size, samples, () => conversationWith(size), async (id) => {
-          const run = await expectJson(await post(`/api/v2/conversations/${id}/messages`, { input: 'Say hello.' }), 'POST /api/v2/conversations/{id}/messages');
+          const run = await json(expectOk(await post(`/api/v2/conversations/${id}/messages`, { input: 'Say hello.' }), 'POST /api/v2/conversations/{id}/messages'));
           if (run.status !== 'completed') throw new Error(`conversation run ended ${String(run.status)}`);
         }),
       );

@@ -6,9 +6,9 @@ import { tokenTag } from './stubProvider';
 /** GET through the whole API: authenticated, scoped, rate-limited, one indexed query. */
 export const AUTH_GET_PATH = '/api/v2/logs?limit=1';
 
-async function expectOk(res: Response, what: string): Promise<string> {
+export async function expectOk(res: Response, what: string, status = 200): Promise<string> {
   const text = await res.text();
-  if (res.status !== 200) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 300)}`);
+  if (res.status !== status) throw new Error(`${what} answered ${res.status}: ${text.slice(0, 300)}`);
   return text;
 }
 

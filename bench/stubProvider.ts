@@ -50,13 +50,16 @@ export class BenchStub extends LoopbackServer {
     const token = TOKEN.exec(lastUserMessage)?.[1];
     const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
     const send = (payload: unknown) => res.write(`data: ${JSON.stringify(payload)}\n\n`);
+    const finish = () => {
+      send(chunk({}, 'stop'));
+      send({ ...base, object: 'chat.completion.chunk', choices: [], usage: USAGE });
+      res.end('data: [DONE]\n\n');
+    };
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const deltas = DELTAS.exec(lastUserMessage)?.[1];
     if (deltas) {
       for (let i = 0; i < Number(deltas); i++) send(chunk({ content: `w${i} ` }));
-      send(chunk({}, 'stop'));
-      send({ ...base, object: 'chat.completion.chunk', choices: [], usage: USAGE });
-      res.end('data: [DONE]\n\n');
+      finish();
       return;
     }
     if (token) this.firstChunkAt.set(token, performance.now());
@@ -64,8 +67,6 @@ export class BenchStub extends LoopbackServer {
     await new Promise((resolve) => setTimeout(resolve, STREAM_TAIL_MS).unref());
     if (res.destroyed) return;
     send(chunk({ content: REPLY[1] }));
-    send(chunk({}, 'stop'));
-    send({ ...base, object: 'chat.completion.chunk', choices: [], usage: USAGE });
-    res.end('data: [DONE]\n\n');
+    finish();
   }
 }
