@@ -4,12 +4,13 @@ import { HEARTBEAT_INTERVAL_MS } from '../workflows/timings';
 
 
 /**
- * Heartbeats from the start of a cancellable activity until it ends, so that no step of it (its
- * bookkeeping included) outlasts the heartbeat timeout unnoticed, and a cancellation reaches it.
+ * Heartbeats every interval while a cancellable activity runs, so that no step of it (its bookkeeping
+ * included) outlasts the heartbeat timeout unnoticed, and a cancellation reaches it. None at its start:
+ * the server counts the timeout from then, and each heartbeat is a request and a write of the
+ * workflow's state, which a call shorter than one interval (most of them) is spared.
  */
 export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  ctx.heartbeat();
   const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
   try {
     return await work();

@@ -199,7 +199,7 @@ describe('a run whose first reply is final', () => {
 
   it('ends cancelled when cancelled while that call is in flight, even when the reply comes before the call hears of the cancel', async () => {
     const t = await tenant({ scopes: SCOPES });
-    // The cancel reaches a call with its next heartbeat (about 1.6 s in): this reply comes first.
+    // The cancel reaches a call with its first heartbeat (1 s in): this reply comes first.
     await scriptModel(t.model, [{ text: 'quick', delayMs: 600 }]);
     const pending = run(t.key, t.agent, { input: 'quick' });
     const id = await inFirstCall(t);
