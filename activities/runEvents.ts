@@ -1,7 +1,7 @@
 import { logger } from '../infra/logger';
-import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, type StreamEventType } from '../domain/streamEvents';
+import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runSettledChannel, type StreamEventType } from '../domain/streamEvents';
 import { redis } from '../db/redis';
-import type { RunResponse } from '../domain/runs';
+import type { RunOutcome, RunResponse } from '../domain/runs';
 
 /**
  * Appends events to a run's Redis stream. Appends on one connection keep their order, so callers
@@ -29,6 +29,15 @@ export class RunEvents {
     const key = runEventsKey(this.runId);
     const previous = this.last;
     this.last = previous.then(() => redis().expire(key, seconds)).catch((err) => logger.warn({ err: String(err), run_id: this.runId }, 'run event stream expiry not set'));
+  }
+
+  /** Publishes the run's committed settlement to whichever API instance waits to answer it (the stream's terminal event is for streams). */
+  announceSettlement(outcome: RunOutcome): void {
+    const published = redis()
+      .publish(runSettledChannel(this.runId), JSON.stringify(outcome))
+      // Unheard, the waiting API answers from the workflow's outcome instead, a little later.
+      .catch((err) => logger.warn({ err: String(err), run_id: this.runId }, 'run settlement not announced'));
+    this.last = Promise.all([this.last, published]);
   }
 
   async flush(): Promise<void> {

@@ -256,6 +256,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
   if (recorded) announceStart(stream, input, begun);
   const terminal = terminalEvent(outcome);
   stream.emit(terminal.type, terminal.data);
+  stream.announceSettlement(outcome);
   // A stateless run's stream is the last copy of its exchange: it goes soon after the end, once
   // clients have had the time to read or resume it.
   if (input.kind === 'response') stream.expireIn(config().statelessStreamTtlS);

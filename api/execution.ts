@@ -14,6 +14,7 @@ import { temporal } from '../infra/temporalClient';
 import type { ExecutionRequest } from './validation/runtimeInput';
 import { planRun, type ExecutionTarget, type RunRequester } from './planRun';
 import { runAnswers } from '../infra/metrics';
+import { listenForSettlement, outcomeOf, type Settlement } from './settlements';
 
 export type { ExecutionTarget } from './planRun';
 
@@ -38,10 +39,10 @@ function respond(ctx: Ctx, outcome: RunOutcome): void {
 }
 
 /** The run's outcome, or undefined when it is not over within `ms`. */
-function within(handle: RunHandle, ms: number): Promise<RunOutcome | undefined> {
+function within(outcome: Promise<RunOutcome>, ms: number): Promise<RunOutcome | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
-  return Promise.race([handle.result(), late]).finally(() => clearTimeout(timer));
+  return Promise.race([outcome, late]).finally(() => clearTimeout(timer));
 }
 
 /**
@@ -49,7 +50,7 @@ function within(handle: RunHandle, ms: number): Promise<RunOutcome | undefined> 
  * (timeout_ms plus a grace): past it the answer is 202 with the run as it stands, which the caller
  * polls, and which idempotency does not store, so a retry with the same key attaches to the run.
  */
-async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean): Promise<void> {
+async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean, settlement?: Settlement): Promise<void> {
   ctx.state.runId = runId;
   if (options.stream) {
     // Only the stream that started the run cancels it by going away; a retry attaching to it follows it.
@@ -58,7 +59,7 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
   }
   let outcome: RunOutcome | undefined;
   try {
-    outcome = await within(handle, options.timeoutMs + config().apiWaitGraceMs);
+    outcome = await within(outcomeOf(handle, settlement), options.timeoutMs + config().apiWaitGraceMs);
   } catch (err) {
     if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
     throw err;
@@ -93,11 +94,18 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
 
   // A resumed request whose run never reached Temporal starts it now, under the id it recorded.
   const runId = resumed ?? mintId('run');
-  // The recovery point is stored before anything is held or started: from here on the key is never
-  // released, and a replay (which begins nothing) stops here.
-  const input = await planRun(requesterOf(ctx.state), request, target, runId, () => ctx.state.recovery?.begin(runId));
-  ctx.state.runId = runId;
-  ctx.state.traceId = input.traceId;
-  const handle = await startRun(client, input);
-  await answer(ctx, handle, runId, request.options, !resumed);
+  // Listening while the run is planned, and in place before it starts, so its settlement is heard.
+  const settlement = request.options.stream ? undefined : listenForSettlement(runId);
+  try {
+    // The recovery point is stored before anything is held or started: from here on the key is never
+    // released, and a replay (which begins nothing) stops here.
+    const input = await planRun(requesterOf(ctx.state), request, target, runId, () => ctx.state.recovery?.begin(runId));
+    ctx.state.runId = runId;
+    ctx.state.traceId = input.traceId;
+    const heard = settlement && (await settlement.ready) ? settlement : undefined;
+    const handle = await startRun(client, input);
+    await answer(ctx, handle, runId, request.options, !resumed, heard);
+  } finally {
+    settlement?.stop();
+  }
 }

@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import { config } from '../infra/config';
 
 let client: Redis | undefined;
+let listener: Redis | undefined;
 
 /**
  * The process's Redis connection (rate-limit windows, run event streams). Auto-pipelining sends the
@@ -12,8 +13,14 @@ export function redis(): Redis {
   return client;
 }
 
+/** The process's one connection in subscriber mode (a subscribed connection takes no other commands); resubscribes after a reconnect. */
+export function subscriber(): Redis {
+  listener ??= new Redis(config().redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true });
+  return listener;
+}
+
 export async function closeRedis(): Promise<void> {
-  const c = client;
-  client = undefined;
-  if (c) await c.quit().catch(() => c.disconnect());
+  const open = [client, listener].filter((c): c is Redis => c !== undefined);
+  client = listener = undefined;
+  await Promise.all(open.map((c) => c.quit().catch(() => c.disconnect())));
 }

@@ -25,6 +25,14 @@ export function runEventsKey(runId: string): string {
   return `run:${runId}:events`;
 }
 
+/**
+ * The Redis channel on which the worker that settles a run publishes its outcome, once committed: the
+ * API instance waiting to answer the run hears it there, before the run's workflow has closed.
+ */
+export function runSettledChannel(runId: string): string {
+  return `run:${runId}:settled`;
+}
+
 /** Streams are capped (entries) and expire (seconds), so abandoned runs cost nothing for long. */
 export const RUN_EVENTS_MAX_LEN = 10_000;
 export const RUN_EVENTS_TTL_S = 24 * 60 * 60;

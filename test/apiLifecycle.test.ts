@@ -82,7 +82,10 @@ describe('an API instance stopped by SIGTERM mid-stream (a deploy)', () => {
 describe('an API process that hosts runs (RUNS_IN_API)', () => {
   /** Who took each workflow task and activity task of the run, from its history. */
   async function takers(runId: string): Promise<{ workflowTasks: string[]; activities: string[] }> {
-    const events = (await (await temporal()).workflow.getHandle(runId).fetchHistory()).events ?? [];
+    // The answer comes at the run's settlement, its workflow's last task just after.
+    const handle = (await temporal()).workflow.getHandle(runId);
+    await handle.result();
+    const events = (await handle.fetchHistory()).events ?? [];
     return {
       workflowTasks: events.flatMap((e) => (e.workflowTaskStartedEventAttributes ? [e.workflowTaskStartedEventAttributes.identity ?? ''] : [])),
       activities: events.flatMap((e) => (e.activityTaskStartedEventAttributes ? [e.activityTaskStartedEventAttributes.identity ?? ''] : [])),

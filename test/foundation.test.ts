@@ -38,7 +38,10 @@ describe('the vertical slice: POST /api/v2/responses', () => {
 
     const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
     try {
-      const description = await client.workflow.getHandle(res.body.id).describe();
+      // The answer comes at the run's settlement, its workflow's last task just after.
+      const handle = client.workflow.getHandle(res.body.id);
+      expect(await handle.result()).toEqual({ run: res.body });
+      const description = await handle.describe();
       expect(description.type).toBe('agentRun');
       expect(description.taskQueue).toBe('agent-runs');
       expect(description.status.name).toBe('COMPLETED');

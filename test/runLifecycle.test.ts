@@ -186,7 +186,10 @@ describe('a run whose first reply is final', () => {
     expect(answer.body.status).toBe('completed');
     const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
     try {
-      const { events } = await client.workflow.getHandle(answer.body.id).fetchHistory();
+      // The answer comes at the run's settlement, its workflow's last task just after.
+      const handle = client.workflow.getHandle(answer.body.id);
+      await handle.result();
+      const { events } = await handle.fetchHistory();
       const count = (attributes: string) => (events ?? []).filter((e) => (e as Record<string, unknown>)[attributes]).length;
       expect(count('activityTaskScheduledEventAttributes')).toBe(1);
       expect(count('workflowTaskCompletedEventAttributes')).toBe(2);

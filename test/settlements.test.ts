@@ -1,0 +1,71 @@
+import type { WorkflowHandle } from '@temporalio/client';
+import { RunEvents } from '../activities/runEvents';
+import { listenForSettlement, outcomeOf } from '../api/settlements';
+import { mintId } from '../domain/ids';
+import type { RunOutcome } from '../domain/runs';
+import { closeAll } from './support/stack';
+
+afterAll(closeAll);
+
+function outcomeFor(runId: string): RunOutcome {
+  const usage = { input_tokens: 3, output_tokens: 2, total_tokens: 5, cached_tokens: 0 };
+  return { run: { id: runId, status: 'completed', agent: 'agt_x', agent_version: 1, output: [{ type: 'text', text: 'hi' }], usage, metadata: {}, request_id: 'req_x', trace_id: 't' } };
+}
+
+/** A run's workflow as the answer sees it: asked for its result only through `result`. */
+function workflow(result: () => Promise<RunOutcome>): { handle: WorkflowHandle; asked: () => number } {
+  let asked = 0;
+  const handle = {
+    result: () => {
+      asked++;
+      return result();
+    },
+  } as unknown as WorkflowHandle;
+  return { handle, asked: () => asked };
+}
+
+describe("a run's answer", () => {
+  it('is the settlement its worker announces, and the workflow is not asked', async () => {
+    const runId = mintId('run');
+    const settlement = listenForSettlement(runId);
+    try {
+      expect(await settlement.ready).toBe(true);
+      const { handle, asked } = workflow(() => new Promise(() => undefined));
+      const stream = new RunEvents(runId);
+      stream.announceSettlement(outcomeFor(runId));
+      await stream.flush();
+      expect(await outcomeOf(handle, settlement)).toEqual(outcomeFor(runId));
+      expect(asked()).toBe(0);
+    } finally {
+      settlement.stop();
+    }
+  });
+
+  it("is the workflow's outcome when no settlement is announced (the settling worker died before announcing it)", async () => {
+    const runId = mintId('run');
+    const settlement = listenForSettlement(runId);
+    try {
+      expect(await settlement.ready).toBe(true);
+      const { handle, asked } = workflow(async () => outcomeFor(runId));
+      expect(await outcomeOf(handle, settlement)).toEqual(outcomeFor(runId));
+      expect(asked()).toBe(1);
+    } finally {
+      settlement.stop();
+    }
+  });
+
+  it("hears only its own run's settlement", async () => {
+    const [mine, other] = [mintId('run'), mintId('run')];
+    const settlement = listenForSettlement(mine);
+    try {
+      await settlement.ready;
+      const stream = new RunEvents(other);
+      stream.announceSettlement(outcomeFor(other));
+      await stream.flush();
+      const { handle } = workflow(async () => outcomeFor(mine));
+      expect((await outcomeOf(handle, settlement)).run.id).toBe(mine);
+    } finally {
+      settlement.stop();
+    }
+  });
+});
