@@ -1,7 +1,7 @@
 export { generate } from './model';
 export { recordRunCancel, settleRun, startRun } from './runs';
 export { callTool, emitRunEvent } from './tools';
-export { failUnstartedWork, settleAbandonedRuns } from './reconcile';
+export { failUnstartedWork, purgeCancelRecords, settleAbandonedRuns } from './reconcile';
 export { beginIngestion, completeIngestion, failIngestion, indexDocument } from './knowledge';
 export { retrieveKnowledge } from './retrieval';
 export { reportSettled, reportStarted } from './reports';

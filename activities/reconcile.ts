@@ -9,6 +9,8 @@ import { describeRun } from '../workflows/agentRun.client';
 import { workflowExists } from '../workflows/startOnce';
 import { failNeverStarted, queuedOlderThan } from '../db/unstartedWork';
 import { settleRun } from './runs';
+import { purgeCancelRequests } from '../db/runCancelRequests';
+import { MAX_RUN_TIMEOUT_MS, RUN_EXECUTION_MARGIN_MS } from '../workflows/timings';
 
 /** How many open runs one activity looks at; the workflow asks again while a batch comes back full. */
 const BATCH = 100;
@@ -106,4 +108,12 @@ export async function failUnstartedWork(minAgeMs: number): Promise<string[]> {
     }
   }
   return failed;
+}
+
+/**
+ * Deletes recorded cancels that no run can read any more: a cancel is read only by its run's own
+ * settlement, and no run outlives the longest timeout_ms plus its workflow's execution margin.
+ */
+export async function purgeCancelRecords(): Promise<number> {
+  return purgeCancelRequests(MAX_RUN_TIMEOUT_MS + RUN_EXECUTION_MARGIN_MS);
 }

@@ -1,4 +1,4 @@
-import { statement, type Sql } from './sql';
+import { sql, statement, type Sql } from './sql';
 
 /**
  * The run_cancel_requests table. Recording takes the run's lock first (when the run is recorded), so
@@ -19,4 +19,11 @@ export async function recordCancelRequest(runId: string, on: Sql): Promise<void>
 /** Whether a cancel was recorded for the run; call it holding the run's lock. */
 export async function cancelRequested(runId: string, on: Sql): Promise<boolean> {
   return (await on.rows(FIND, [runId])).length > 0;
+}
+
+const PURGE = statement(`DELETE FROM run_cancel_requests WHERE requested_at < now() - make_interval(secs => $1::double precision / 1000)`);
+
+/** Deletes the cancels recorded more than `ageMs` ago; returns how many. */
+export async function purgeCancelRequests(ageMs: number, on: Sql = sql): Promise<number> {
+  return on.rowCount(PURGE, [ageMs]);
 }

@@ -97,4 +97,12 @@ describe('the reconciler', () => {
     expect((await jobById(waiting))!.status).toBe('queued');
     await client.workflow.getHandle(waiting).terminate('test over');
   });
+
+  it('deletes the recorded cancels no run can read any more (older than any run can live), and keeps the others', async () => {
+    const [old, recent] = [mintId('run'), mintId('run')];
+    await db().query(`INSERT INTO run_cancel_requests (run_public_id, requested_at) VALUES (:old, now() - interval '1 day'), (:recent, now() - interval '1 minute')`, { replacements: { old, recent } });
+    expect((await reconcileNow(client)).purgedCancels).toBeGreaterThanOrEqual(1);
+    const left = await db().query<{ id: string }>('SELECT run_public_id AS id FROM run_cancel_requests WHERE run_public_id IN (:ids)', { replacements: { ids: [old, recent] }, type: QueryTypes.SELECT });
+    expect(left.map((r) => r.id)).toEqual([recent]);
+  });
 });

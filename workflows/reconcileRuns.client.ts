@@ -33,7 +33,7 @@ export async function ensureReconcileSchedule(client: Client): Promise<void> {
 }
 
 /** Runs the reconciler once now and waits for what it settled (operators, and tests with a younger age). */
-export async function reconcileNow(client: Client, minAgeMs?: number): Promise<{ settled: string[]; released: string[]; failed: string[] }> {
+export async function reconcileNow(client: Client, minAgeMs?: number): Promise<{ settled: string[]; released: string[]; failed: string[]; purgedCancels: number }> {
   return client.workflow.execute<typeof reconcileRuns>('reconcileRuns', {
     taskQueue: QUEUE,
     workflowId: `${RECONCILE_SCHEDULE_ID}-now-${Date.now()}`,

@@ -3,7 +3,7 @@ import type * as activities from '../activities';
 import { RECONCILE_MIN_AGE_MS } from './timings';
 
 /** One batch looks at up to 100 runs, each a Temporal describe and perhaps a settlement: a minute is ample; retried a few times. */
-const { settleAbandonedRuns, failUnstartedWork } = proxyActivities<typeof activities>({
+const { settleAbandonedRuns, failUnstartedWork, purgeCancelRecords } = proxyActivities<typeof activities>({
   startToCloseTimeout: '1m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
 });
@@ -12,9 +12,10 @@ const { settleAbandonedRuns, failUnstartedWork } = proxyActivities<typeof activi
  * The reconciler, started by the `reconcile-runs` Schedule: settles every run that its workflow left
  * open (terminated by an operator, timed out, failed after a bad deploy), so no row stays running
  * without a workflow, gives back the credit reservations of runs that never ran, and fails background
- * work recorded but never started. Anything younger than `minAgeMs` is left alone.
+ * work recorded but never started. Anything younger than `minAgeMs` is left alone. Then it deletes
+ * the recorded cancels no run can read any more.
  */
-export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[]; released: string[]; failed: string[] }> {
+export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[]; released: string[]; failed: string[]; purgedCancels: number }> {
   const settled: string[] = [];
   const released: string[] = [];
   let cursor: Awaited<ReturnType<typeof activities.settleAbandonedRuns>>['next'];
@@ -26,5 +27,6 @@ export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Pr
   } while (cursor);
   // Passes begun before this step existed end without it.
   const failed = patched('unstarted-work') ? await failUnstartedWork(minAgeMs) : [];
-  return { settled, released, failed };
+  const purgedCancels = patched('purge-cancel-requests') ? await purgeCancelRecords() : 0;
+  return { settled, released, failed, purgedCancels };
 }
