@@ -19,7 +19,16 @@ function channels() {
   const connection = subscriber();
   if (!listening) {
     listening = true;
-    connection.on('message', (channel: string, message: string) => waiting.get(channel)?.(JSON.parse(message) as RunOutcome));
+    connection.on('message', (channel: string, message: string) => {
+      const answer = waiting.get(channel);
+      if (!answer) return;
+      try {
+        answer(JSON.parse(message) as RunOutcome);
+      } catch (err) {
+        // Not a settlement this service wrote: the answer comes from the workflow instead.
+        logger.warn({ err: String(err), channel }, 'unreadable run settlement ignored');
+      }
+    });
   }
   return connection;
 }

@@ -4,6 +4,8 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { dataConverter } from '../infra/payloadCodec';
 import { answers, freePort, startDevServer } from '../workers/temporalDevServer';
 import { call, providerRequests, tenant, until, useApi, type Tenant } from './support/stack';
 
@@ -114,6 +116,10 @@ describe('exporting spans', () => {
     await until(async () => ((await answers(port)) ? true : undefined), 'the API process to listen');
     const t = await tenant();
     const run = await call(`http://127.0.0.1:${port}`, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' }, headers: { traceparent } });
+    // The answer comes at the run's settlement: the workflow (and its span) ends with its last task, just after.
+    const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter });
+    await client.workflow.getHandle(run.body.id).result();
+    await client.connection.close();
     apiProcess.kill('SIGTERM');
     worker.kill('SIGTERM');
     expect(await exited(apiProcess)).toBe(0);

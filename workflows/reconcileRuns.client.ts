@@ -1,4 +1,4 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type WorkflowResultType } from '@temporalio/client';
 import type { reconcileRuns } from './reconcileRuns';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { RECONCILE_EVERY_MS } from './timings';
@@ -33,7 +33,7 @@ export async function ensureReconcileSchedule(client: Client): Promise<void> {
 }
 
 /** Runs the reconciler once now and waits for what it settled (operators, and tests with a younger age). */
-export async function reconcileNow(client: Client, minAgeMs?: number): Promise<{ settled: string[]; released: string[]; failed: string[]; purgedCancels: number }> {
+export async function reconcileNow(client: Client, minAgeMs?: number): Promise<WorkflowResultType<typeof reconcileRuns>> {
   return client.workflow.execute<typeof reconcileRuns>('reconcileRuns', {
     taskQueue: QUEUE,
     workflowId: `${RECONCILE_SCHEDULE_ID}-now-${Date.now()}`,
