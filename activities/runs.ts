@@ -9,7 +9,7 @@ import { conversationById, openConversation, type ConversationRecord } from '../
 import { Outbox } from '../db/outbox';
 import { insertMessage } from '../db/messages';
 import { insertRun, lockRun, settleRunRecord, type LockedRun } from '../db/runs';
-import { cancelRequested, recordCancelRequest } from '../db/runCancelRequests';
+import { recordCancelRequest } from '../db/runCancelRequests';
 import { transaction, type Sql } from '../db/sql';
 import { config } from '../infra/config';
 import { heartbeating } from './bounded';
@@ -198,10 +198,6 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     const { begun, row = { status: 'running', usage: ZERO_USAGE, consumedUsage: null } } = recordedRun;
     const settled = (outcome: RunOutcome, now: boolean) => ({ outcome, begun, recorded: !recordedRun.row, now });
     if (TERMINAL_STATUSES.has(row.status)) return settled({ run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) }, false);
-    // Under the run's lock, which recording a cancel takes too: one of the two comes first. A statement
-    // of its own, not a subquery of the lock's: after waiting on that lock, this one's fresh snapshot
-    // sees a cancel that committed meanwhile; the lock statement's older snapshot would not.
-    if (s.unlessCancelRequested && (await cancelRequested(input.runId, sql))) throw new CancelRequested();
     // Calls cut short reported no usage; what they consumed was recorded on the run and is billed too.
     const usage = row.consumedUsage ? addUsage(s.usage, row.consumedUsage) : s.usage;
     const outbox = outboxOf(input);
@@ -223,9 +219,12 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         model: s.model,
         toolNames: s.toolNames,
         knowledge: s.knowledge ?? [],
+        // Under the run's lock, which recording a cancel takes too: one of the two comes first.
+        unlessCancelRequested: s.unlessCancelRequested ?? false,
       },
       sql,
     );
+    if (!balance) throw new CancelRequested();
     const threshold = balance.usageThreshold;
     if (balance.charged > 0 && threshold !== null && balance.credits + balance.charged > threshold && balance.credits <= threshold) {
       outbox.add('usage.threshold_reached', { workspace: input.workspace.publicId, balance: balance.credits, threshold });

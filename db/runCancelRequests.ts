@@ -2,23 +2,18 @@ import { sql, statement, type Sql } from './sql';
 
 /**
  * The run_cancel_requests table. Recording takes the run's lock first (when the run is recorded), so
- * it orders with a settlement holding that lock: a cancel recorded before the settlement looks is
- * seen, and one recorded after it changes nothing.
+ * it orders with a settlement holding that lock, whose settling statement looks for the cancel
+ * (db/runs.ts): a cancel recorded before the settlement looks is seen, and one recorded after it
+ * changes nothing.
  */
 
 const LOCK_RUN = statement('SELECT 1 FROM runs WHERE public_id = $1 FOR UPDATE');
 const INSERT = statement('INSERT INTO run_cancel_requests (run_public_id) VALUES ($1) ON CONFLICT DO NOTHING');
-const FIND = statement('SELECT 1 FROM run_cancel_requests WHERE run_public_id = $1');
 
 /** Records that the run was asked to cancel (inside the caller's transaction). */
 export async function recordCancelRequest(runId: string, on: Sql): Promise<void> {
   await on.rows(LOCK_RUN, [runId]);
   await on.rows(INSERT, [runId]);
-}
-
-/** Whether a cancel was recorded for the run; call it holding the run's lock. */
-export async function cancelRequested(runId: string, on: Sql): Promise<boolean> {
-  return (await on.rows(FIND, [runId])).length > 0;
 }
 
 const PURGE = statement(`DELETE FROM run_cancel_requests WHERE requested_at < now() - make_interval(secs => $1::double precision / 1000)`);

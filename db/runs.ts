@@ -72,19 +72,21 @@ export async function lockRun(publicId: string, on: Sql): Promise<LockedRun | un
  * a run without a reservation (started before reservations existed) is charged its real cost.
  */
 const SETTLE = statement(
-  `WITH reserved AS (
-     DELETE FROM credit_reservations WHERE run_public_id = $18 RETURNING credits
+  `WITH go AS (
+     SELECT NOT ($20::boolean AND EXISTS (SELECT 1 FROM run_cancel_requests WHERE run_public_id = $18)) AS ok
+   ), reserved AS (
+     DELETE FROM credit_reservations WHERE run_public_id = $18 AND (SELECT ok FROM go) RETURNING credits
    ), charge AS (
      SELECT COALESCE((SELECT LEAST($9::bigint, credits) FROM reserved), $9::bigint) AS credits, COALESCE((SELECT credits FROM reserved), 0) AS held
    ), run AS (
-     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now() WHERE id = $2
+     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now() WHERE id = $2 AND (SELECT ok FROM go)
    ), line AS (
-     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge
+     INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge WHERE (SELECT ok FROM go)
    ), log AS (
      INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code, knowledge)
-     VALUES ($12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19)
+     SELECT $12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19 WHERE (SELECT ok FROM go)
    )
-   UPDATE workspaces SET credits = credits + (SELECT held - credits FROM charge) WHERE id = $1
+   UPDATE workspaces SET credits = credits + (SELECT held - credits FROM charge) WHERE id = $1 AND (SELECT ok FROM go)
    RETURNING credits, usage_threshold AS "usageThreshold", (SELECT credits FROM charge) AS charged`,
 );
 
@@ -106,10 +108,19 @@ export interface RunSettlement {
   toolNames: string[];
   /** Retrieved chunks: ids and ranks only. */
   knowledge: PassageRef[];
+  /**
+   * Write nothing if a cancel was recorded for the run (run_cancel_requests). Checked inside this
+   * statement, which begins after the caller took the run's lock, so its snapshot sees a cancel that
+   * committed while the caller waited for that lock (the lock statement's own snapshot would not).
+   */
+  unlessCancelRequested: boolean;
 }
 
-/** Settles a locked run (inside the caller's transaction); returns what it was charged and the workspace's new balance and threshold. */
-export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ charged: number; credits: number; usageThreshold: number | null }> {
+/**
+ * Settles a locked run (inside the caller's transaction); returns what it was charged and the
+ * workspace's new balance and threshold, or undefined when it gave way to a recorded cancel.
+ */
+export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ charged: number; credits: number; usageThreshold: number | null } | undefined> {
   const [balance] = await on.rows<{ charged: number; credits: number; usageThreshold: number | null }>(SETTLE, [
     s.workspaceId,
     s.runKey,
@@ -130,6 +141,7 @@ export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ char
     s.toolNames,
     s.runId,
     JSON.stringify(s.knowledge),
+    s.unlessCancelRequested,
   ]);
   return balance;
 }
