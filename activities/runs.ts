@@ -102,8 +102,8 @@ export type StartedRun = GenerateResult & { begun: BegunRun; settled?: RunOutcom
  * ends the run (most runs: no tools, no repair), running → completed (settleRun). Doing the
  * bookkeeping inside the call rather than in local activities of their own spares every run a
  * workflow activation and a local-activity round trip for each: a plain run's history is the floor's,
- * one activity and two workflow tasks. It heartbeats from its start, bookkeeping included. A retried attempt finds
- * the run recorded and calls again; one whose earlier attempt settled the run answers with that.
+ * one activity and two workflow tasks. It heartbeats while it runs, bookkeeping included. A retried
+ * attempt finds the run recorded and calls again; one whose earlier attempt settled the run answers with that.
  */
 export function startRun(s: StartRun): Promise<StartedRun> {
   return heartbeating(async () => {

@@ -6,7 +6,7 @@
 /** Spec: timeout_ms is at most 120 s. A run's calls never outlast it. */
 export const MAX_RUN_TIMEOUT_MS = 120_000;
 
-/** Cancellable activities heartbeat this often, from their first line to their last. */
+/** Cancellable activities heartbeat this often while they run, the first time one interval in. */
 export const HEARTBEAT_INTERVAL_MS = 1_000;
 
 /**
