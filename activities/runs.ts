@@ -247,10 +247,15 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     await outbox.write(sql);
     return settled({ run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) }, true);
   });
-  // A repeated call leaves the stream alone: it has its one terminal event, or, when the call that
-  // settled died before writing it, the API derives it from the workflow's outcome.
-  if (!now) return outcome;
   const stream = new RunEvents(input.runId);
+  // A repeated call leaves the stream alone: it has its one terminal event, or, when the call that
+  // settled died before writing it, the API derives it from the outcome, which is announced again
+  // (a listener takes the first announcement it hears).
+  if (!now) {
+    stream.announceSettlement(outcome);
+    await stream.flush();
+    return outcome;
+  }
   // The run was never announced when it is recorded only now: a stream still starts with response.started.
   if (recorded) announceStart(stream, input, begun);
   const terminal = terminalEvent(outcome);

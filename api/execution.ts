@@ -13,7 +13,7 @@ import { relayRunEvents } from './streaming';
 import { temporal } from '../infra/temporalClient';
 import type { ExecutionRequest } from './validation/runtimeInput';
 import { planRun, type ExecutionTarget, type RunRequester } from './planRun';
-import { runAnswers } from '../infra/metrics';
+import { awaitedRuns, runAnswers } from '../infra/metrics';
 import { listenForSettlement, outcomeOf, type Settlement } from './settlements';
 
 export type { ExecutionTarget } from './planRun';
@@ -58,11 +58,14 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
     return;
   }
   let outcome: RunOutcome | undefined;
+  awaitedRuns.inc();
   try {
     outcome = await within(outcomeOf(handle, settlement), options.timeoutMs + config().apiWaitGraceMs);
   } catch (err) {
     if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
     throw err;
+  } finally {
+    awaitedRuns.dec();
   }
   if (outcome) return respond(ctx, outcome);
   ctx.state.provisional = true;

@@ -1,16 +1,20 @@
 import type { WorkflowHandle } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { subscriber } from '../db/redis';
 import type { RunOutcome } from '../domain/runs';
 import { runSettledChannel } from '../domain/streamEvents';
 import { logger } from '../infra/logger';
 
 /**
- * How long an answer waits for its run's announced settlement before it also asks the workflow. An
- * announcement is missed only when a worker died between committing and publishing (its call is
- * retried after the heartbeat timeout, 2 s, anyway) or this connection was down; runs longer than
- * this simply wait on both.
+ * When an answer first asks the run's workflow whether it closed without an announcement, and the
+ * longest it then waits between two asks. An announcement is missed only when a worker died between
+ * committing and publishing (its retried call announces again) or this connection was down, or when
+ * the workflow ended without settling (timed out, terminated). The asks are describes at growing
+ * intervals, not a long poll per waiting run: Temporal bounds concurrent long polls per namespace, and
+ * thousands of runs wait at once.
  */
-const ANNOUNCEMENT_WAIT_MS = 2_000;
+const FIRST_ASK_MS = 2_000;
+const LONGEST_ASK_INTERVAL_MS = 30_000;
 
 const waiting = new Map<string, (outcome: RunOutcome) => void>();
 let listening = false;
@@ -38,6 +42,8 @@ export interface Settlement {
   ready: Promise<boolean>;
   /** The outcome the settling worker published (it never rejects; it may never resolve). */
   outcome: Promise<RunOutcome>;
+  /** Aborted by stop(): nothing more is asked about the run. */
+  signal: AbortSignal;
   stop(): void;
 }
 
@@ -49,6 +55,7 @@ export interface Settlement {
 export function listenForSettlement(runId: string): Settlement {
   const channel = runSettledChannel(runId);
   const outcome = new Promise<RunOutcome>((resolve) => waiting.set(channel, resolve));
+  const stopped = new AbortController();
   const ready = channels()
     .subscribe(channel)
     .then(
@@ -61,7 +68,9 @@ export function listenForSettlement(runId: string): Settlement {
   return {
     ready,
     outcome,
+    signal: stopped.signal,
     stop() {
+      stopped.abort();
       waiting.delete(channel);
       channels()
         .unsubscribe(channel)
@@ -70,19 +79,27 @@ export function listenForSettlement(runId: string): Settlement {
   };
 }
 
-/**
- * The run's outcome: as its settlement announces it, or as its workflow returns it when nothing was
- * announced within ANNOUNCEMENT_WAIT_MS (or nothing could be heard). Both are the same outcome.
- */
-export async function outcomeOf(handle: WorkflowHandle, settlement?: Settlement): Promise<RunOutcome> {
-  if (!settlement) return handle.result();
-  let timer: NodeJS.Timeout | undefined;
-  const fromWorkflow = new Promise<RunOutcome>((resolve, reject) => {
-    timer = setTimeout(() => handle.result().then(resolve, reject), ANNOUNCEMENT_WAIT_MS);
-  });
+/** The workflow's result once it has closed; asked at growing intervals until `signal` aborts (then it never resolves). */
+async function closedWorkflowOutcome(handle: WorkflowHandle, signal: AbortSignal, firstAskMs: number): Promise<RunOutcome> {
   try {
-    return await Promise.race([settlement.outcome, fromWorkflow]);
-  } finally {
-    clearTimeout(timer);
+    for (let wait = firstAskMs; ; wait = Math.min(Math.max(wait, FIRST_ASK_MS) * 2, LONGEST_ASK_INTERVAL_MS)) {
+      await sleep(wait, undefined, { signal });
+      const { status } = await handle.describe();
+      if (signal.aborted) break;
+      if (status.name !== 'RUNNING' && status.name !== 'CONTINUED_AS_NEW') return await handle.result();
+    }
+  } catch (err) {
+    if (!signal.aborted) throw err;
   }
+  return new Promise<RunOutcome>(() => undefined);
+}
+
+/**
+ * The run's outcome: as its settlement announces it, or as its workflow returns it once closed when
+ * nothing was announced (asked first after `firstAskMs`, FIRST_ASK_MS by default). Both are the same
+ * outcome. Without a settlement to listen to (Redis refused the subscription) it long-polls the workflow.
+ */
+export async function outcomeOf(handle: WorkflowHandle, settlement?: Settlement, firstAskMs = FIRST_ASK_MS): Promise<RunOutcome> {
+  if (!settlement) return handle.result();
+  return Promise.race([settlement.outcome, closedWorkflowOutcome(handle, settlement.signal, firstAskMs)]);
 }

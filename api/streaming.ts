@@ -1,17 +1,13 @@
 import type { Context } from 'koa';
 import type { WorkflowHandle } from '@temporalio/client';
-import type Redis from 'ioredis';
-import { logger } from '../infra/logger';
 import { config } from '../infra/config';
 import type { RunOutcome } from '../domain/runs';
 import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../domain/streamEvents';
-import { redis } from '../db/redis';
 import { isShuttingDown, onShutdown } from './shutdown';
 import type { AppState } from './state';
 import { openStreams, runAnswers } from '../infra/metrics';
-
-/** How long a read blocks in Redis before the loop looks at the run's outcome again. */
-const BLOCK_MS = 1000;
+import { runStreams, type StreamEntry } from './runStreamReader';
+import { listenForSettlement, outcomeOf } from './settlements';
 
 export interface RelayOptions {
   runId: string;
@@ -22,13 +18,11 @@ export interface RelayOptions {
   cancelOnDisconnect: boolean;
 }
 
-function outcomeOrFailure(handle: WorkflowHandle, o: RelayOptions): Promise<RunOutcome> {
-  return handle.result().catch(
-    (): RunOutcome => ({
-      run: { id: o.runId, status: 'failed', agent: '', agent_version: 0, output: [], usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_tokens: 0 }, metadata: {}, request_id: o.requestId, trace_id: '' },
-      error: { code: 'internal_error', message: 'Internal error.' },
-    }),
-  );
+function failure(o: RelayOptions): RunOutcome {
+  return {
+    run: { id: o.runId, status: 'failed', agent: '', agent_version: 0, output: [], usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_tokens: 0 }, metadata: {}, request_id: o.requestId, trace_id: '' },
+    error: { code: 'internal_error', message: 'Internal error.' },
+  };
 }
 
 /** A streamed run counts once, with the status its terminal event reports (a failure may be `blocked`). */
@@ -40,9 +34,11 @@ function countAnswer(type: string, data: string): void {
 
 /**
  * Relays a run's events from its Redis stream to the client as SSE, whichever API instance that is.
- * Exactly one terminal event ends the stream: the run's own, or, when the stream lost it (worker
- * died, Redis hiccuped), one derived from the workflow's outcome. When this instance shuts down, the
- * stream ends without one and the run goes on: the client resumes with Last-Event-ID on another.
+ * The process's shared reader (runStreamReader.ts) reads the stream; this client holds no connection
+ * of its own. Exactly one terminal event ends the stream: the run's own, or, when the stream lost it
+ * (worker died, Redis hiccuped), one derived from the run's outcome (announced, or from its closed
+ * workflow). When this instance shuts down, the stream ends without one and the run goes on: the
+ * client resumes with Last-Event-ID on another.
  */
 export async function relayRunEvents(ctx: Context & { state: AppState }, handle: WorkflowHandle, o: RelayOptions): Promise<void> {
   ctx.respond = false;
@@ -61,65 +57,60 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   let terminal = false;
   // This instance is shutting down: the stream ends, the run goes on, the client resumes elsewhere.
   let handedOver = false;
-  let reader: Redis | undefined;
+  let end!: () => void;
+  const ended = new Promise<void>((resolve) => (end = resolve));
+  const over = () => terminal || closed || handedOver;
   // Nothing is written once the stream has ended (a shutdown may end it while a read is under way).
   const write = (text: string) => {
     if (!res.writableEnded) res.write(text);
   };
+  const finish = (type: string, data: string, id?: string) => {
+    write(sseFrame(type, data, id));
+    terminal = true;
+    countAnswer(type, data);
+    end();
+  };
+  const relay = (entries: StreamEntry[]) => {
+    for (const { id, type, data } of entries) {
+      if (over()) return;
+      if (TERMINAL_EVENTS.has(type)) finish(type, data, id);
+      else write(sseFrame(type, data, id));
+    }
+  };
+
+  // A client that resumes a run's stream may find the run long over: its workflow is asked at once.
+  const settlement = listenForSettlement(o.runId);
+  const follow = runStreams().follow(runEventsKey(o.runId), o.after ?? '0-0', relay);
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), config().sseKeepaliveMs);
   res.on('close', () => {
     closed = true;
-    reader?.disconnect();
+    end();
     // A connection closed while this instance shuts down was closed by the shutdown, not by the client.
     if (!terminal && !handedOver && !isShuttingDown() && o.cancelOnDisconnect) handle.cancel().catch(() => undefined);
   });
   const unregister = onShutdown(() => {
     handedOver = true;
-    reader?.disconnect();
-    res.end();
+    end();
   });
-
-  let outcome: RunOutcome | undefined;
-  const settled = outcomeOrFailure(handle, o).then((value) => (outcome = value));
-  let lastId = o.after ?? '0-0';
-  const key = runEventsKey(o.runId);
+  // The run is over: what its stream still holds is read now, and without a terminal event there the
+  // stream lost it, so it ends with the one the outcome gives.
+  outcomeOf(handle, settlement, o.after === undefined ? undefined : 0)
+    .catch(() => failure(o))
+    .then(async (outcome) => {
+      if (over()) return;
+      await follow.catchUp().catch(() => undefined);
+      if (over()) return;
+      const event = terminalEvent(outcome);
+      finish(event.type, JSON.stringify(event.data));
+    });
   try {
-    reader = redis().duplicate();
-    while (!closed && !terminal) {
-      const knewOutcome = outcome !== undefined;
-      let entries: [string, string[]][] = [];
-      try {
-        const read = await reader.xread('BLOCK', knewOutcome ? 200 : BLOCK_MS, 'STREAMS', key, lastId);
-        entries = read?.[0]?.[1] ?? [];
-      } catch (err) {
-        if (closed) break;
-        logger.warn({ err: String(err), run_id: o.runId }, 'run event stream read failed');
-        await Promise.race([settled, new Promise((r) => setTimeout(r, 200))]);
-      }
-      for (const [id, fields] of entries) {
-        const [, type, , data] = fields;
-        write(sseFrame(type, data, id));
-        lastId = id;
-        if (TERMINAL_EVENTS.has(type)) {
-          terminal = true;
-          countAnswer(type, data);
-          break;
-        }
-      }
-      // The run is over and its stream had nothing more to say: emit the terminal event ourselves.
-      if (!terminal && knewOutcome && entries.length === 0) {
-        const event = terminalEvent(outcome!);
-        const data = JSON.stringify(event.data);
-        write(sseFrame(event.type, data));
-        terminal = true;
-        countAnswer(event.type, data);
-      }
-    }
+    await ended;
   } finally {
     openStreams.dec();
+    follow.close();
+    settlement.stop();
     unregister();
     clearInterval(keepAlive);
-    reader?.disconnect();
-    if (!closed) res.end();
+    if (!res.writableEnded) res.end();
   }
 }

@@ -35,6 +35,18 @@ export const openStreams = new Gauge({
   registers: [registry],
 });
 
+export const awaitedRuns = new Gauge({
+  name: 'aes_runs_awaited',
+  help: 'Non-streamed requests this instance holds open until their run settles (streamed ones are aes_sse_open_streams).',
+  registers: [registry],
+});
+
+export const streamReads = new Counter({
+  name: 'aes_run_stream_reads_total',
+  help: 'Reads of run event streams by the shared reader (each one XREAD over every open stream of one of its connections).',
+  registers: [registry],
+});
+
 export const idempotentReplays = new Counter({
   name: 'aes_idempotent_replays_total',
   help: 'Requests answered from an earlier request with the same Idempotency-Key, by endpoint.',

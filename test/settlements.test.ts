@@ -3,7 +3,7 @@ import { RunEvents } from '../activities/runEvents';
 import { listenForSettlement, outcomeOf } from '../api/settlements';
 import { mintId } from '../domain/ids';
 import type { RunOutcome } from '../domain/runs';
-import { closeAll } from './support/stack';
+import { closeAll, until } from './support/stack';
 
 afterAll(closeAll);
 
@@ -12,16 +12,21 @@ function outcomeFor(runId: string): RunOutcome {
   return { run: { id: runId, status: 'completed', agent: 'agt_x', agent_version: 1, output: [{ type: 'text', text: 'hi' }], usage, metadata: {}, request_id: 'req_x', trace_id: 't' } };
 }
 
-/** A run's workflow as the answer sees it: asked for its result only through `result`. */
-function workflow(result: () => Promise<RunOutcome>): { handle: WorkflowHandle; asked: () => number } {
+/** A run's workflow as the answer sees it: described (open until `closed`), and asked for its result through `result`. */
+function workflow(result: () => Promise<RunOutcome>, closed = true): { handle: WorkflowHandle; asked: () => number; described: () => number } {
   let asked = 0;
+  let described = 0;
   const handle = {
+    describe: async () => {
+      described++;
+      return { status: { name: closed ? 'COMPLETED' : 'RUNNING' } };
+    },
     result: () => {
       asked++;
       return result();
     },
   } as unknown as WorkflowHandle;
-  return { handle, asked: () => asked };
+  return { handle, asked: () => asked, described: () => described };
 }
 
 describe("a run's answer", () => {
@@ -30,7 +35,7 @@ describe("a run's answer", () => {
     const settlement = listenForSettlement(runId);
     try {
       expect(await settlement.ready).toBe(true);
-      const { handle, asked } = workflow(() => new Promise(() => undefined));
+      const { handle, asked } = workflow(() => new Promise(() => undefined), false);
       const stream = new RunEvents(runId);
       stream.announceSettlement(outcomeFor(runId));
       await stream.flush();
@@ -67,5 +72,19 @@ describe("a run's answer", () => {
     } finally {
       settlement.stop();
     }
+  });
+
+  it('asks an open workflow whether it closed, without long-polling its result, and asks nothing once stopped', async () => {
+    const runId = mintId('run');
+    const settlement = listenForSettlement(runId);
+    const { handle, asked, described } = workflow(async () => outcomeFor(runId), false);
+    const answered = jest.fn();
+    void outcomeOf(handle, settlement, 0).then(answered);
+    await until(async () => (described() === 1 ? true : undefined), 'the first ask');
+    settlement.stop();
+    // Stopped before the next ask (seconds later): the answer never comes from the workflow.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(asked()).toBe(0);
+    expect(answered).not.toHaveBeenCalled();
   });
 });
