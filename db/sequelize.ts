@@ -12,7 +12,7 @@ export function db(): Sequelize {
   instance ??= new Sequelize(config().databaseUrl, {
     dialect: 'postgres',
     logging: false,
-    pool: { max: Number(process.env.DB_POOL_MAX ?? 10), min: 0, idle: 10_000 },
+    pool: { max: config().dbPoolMax, min: 0, idle: 10_000 },
   });
   return instance;
 }

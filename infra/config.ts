@@ -38,6 +38,18 @@ function retryDelays(): number[] {
   return delays;
 }
 
+/** WORKER_* capacity settings (README, Scaling): cached runs never fewer than the runs in flight. */
+function workerCapacity(): Config['worker'] {
+  const inflightRuns = Math.max(1, int('WORKER_MAX_INFLIGHT_RUNS', 1000));
+  return {
+    inflightRuns,
+    workflowTasks: Math.max(2, int('WORKER_MAX_WORKFLOW_TASKS', 40)),
+    cachedRuns: Math.max(inflightRuns, int('WORKER_MAX_CACHED_RUNS', Math.ceil(inflightRuns * 1.25))),
+    backgroundActivities: Math.max(1, int('WORKER_MAX_BACKGROUND_ACTIVITIES', 100)),
+    webhookActivities: Math.max(1, int('WORKER_MAX_WEBHOOK_ACTIVITIES', 200)),
+  };
+}
+
 export interface Config {
   port: number;
   databaseUrl: string;
@@ -75,6 +87,17 @@ export interface Config {
   metricsToken: string | undefined;
   /** The bearer token the codec endpoint requires; unset, the endpoint is off. */
   codecOperatorToken: string | undefined;
+  /** Blocking Redis connections the API reads every open event stream with (however many clients). */
+  streamReaderConnections: number;
+  /** PostgreSQL connections per process. */
+  dbPoolMax: number;
+  /**
+   * What one worker process holds at once: model and tool calls in flight on agent-runs (activity
+   * slots; the calls wait on a provider, so thousands fit), workflow tasks (CPU: a few), and run
+   * workflows kept in memory between their tasks (at least the calls in flight, so none is evicted
+   * and replayed while it waits for its provider).
+   */
+  worker: { inflightRuns: number; workflowTasks: number; cachedRuns: number; backgroundActivities: number; webhookActivities: number };
   /** How long a stateless run's event stream is kept after its terminal event. */
   statelessStreamTtlS: number;
   /** Browser origins (a Temporal UI) allowed to call the codec endpoint. */
@@ -129,6 +152,9 @@ export function loadConfig(): Config {
     metricsToken: process.env.METRICS_TOKEN || undefined,
     workerMetricsPort: process.env.WORKER_METRICS_PORT ? int('WORKER_METRICS_PORT', 0) : undefined,
     statelessStreamTtlS: int('STATELESS_STREAM_TTL_S', 300),
+    streamReaderConnections: Math.max(1, int('STREAM_READER_CONNECTIONS', 4)),
+    dbPoolMax: Math.max(1, int('DB_POOL_MAX', 20)),
+    worker: workerCapacity(),
     codecAllowedOrigins: str('CODEC_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     documents: {
       storage: documentStorage(),

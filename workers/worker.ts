@@ -1,4 +1,4 @@
-import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import * as activities from '../activities';
 import { config } from '../infra/config';
@@ -19,12 +19,6 @@ export interface RunningWorkers {
 }
 
 let runtimeInstalled = false;
-
-/**
- * Workflows a worker keeps in memory between their tasks: as many as it runs activities at once (the
- * SDK's default of 100 slots); runs beyond that wait for a slot anyway, and an evicted run replays.
- */
-const MAX_CACHED_WORKFLOWS = 100;
 
 const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
 
@@ -65,6 +59,22 @@ export interface WorkerCode {
 
 const SERVICE_CODE: WorkerCode = { workflowsPath: require.resolve('../workflows'), activities };
 
+/**
+ * Slots per queue (config().worker): a run's calls wait seconds on a provider, so agent-runs holds as
+ * many in flight as memory allows, and keeps at least that many runs cached, since an evicted run
+ * replays its whole history on its next task (the SDK would size the cache from the capped heap).
+ * Background work parses documents (CPU and memory); deliveries wait at most 5 s each.
+ */
+function capacity(taskQueue: string): Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxCachedWorkflows'> {
+  const w = config().worker;
+  const activities: Record<string, number> = { 'agent-runs': w.inflightRuns, background: w.backgroundActivities, webhooks: w.webhookActivities };
+  return {
+    maxConcurrentActivityTaskExecutions: activities[taskQueue] ?? w.inflightRuns,
+    maxConcurrentWorkflowTaskExecutions: w.workflowTasks,
+    maxCachedWorkflows: taskQueue === 'agent-runs' || !(taskQueue in activities) ? w.cachedRuns : Math.max(100, activities[taskQueue]),
+  };
+}
+
 export function parseQueues(argv: string[]): TaskQueue[] {
   const at = argv.indexOf('--queues');
   if (at === -1) return [...TASK_QUEUES];
@@ -99,9 +109,7 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         dataConverter,
         // Traced, each activity is a span continuing its workflow's trace (from the activity's headers).
         ...(sinks && { interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] }, sinks }),
-        // The SDK sizes this cache from the heap limit, which npm run start:worker caps; runs in flight
-        // must stay cached (an evicted run replays its history on its next task), so it is fixed here.
-        maxCachedWorkflows: MAX_CACHED_WORKFLOWS,
+        ...capacity(taskQueue),
         // A deploy's SIGTERM stops polling and lets in-flight activities (model calls) finish instead of cancelling them.
         shutdownGraceTime: c.workerShutdownGraceMs,
       }),
