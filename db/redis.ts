@@ -1,6 +1,9 @@
 import Redis from 'ioredis';
 import { config } from '../infra/config';
 
+/** Every connection of this process is named after it, so CLIENT LIST tells whose it is. */
+const connectionName = `aes:${process.pid}`;
+
 let client: Redis | undefined;
 let listener: Redis | undefined;
 const readers: Redis[] = [];
@@ -10,13 +13,17 @@ const readers: Redis[] = [];
  * commands of concurrent requests issued in one tick as one write, instead of a write each.
  */
 export function redis(): Redis {
-  client ??= new Redis(config().redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: true });
+  client ??= new Redis(config().redisUrl, { connectionName, maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: true });
   return client;
 }
 
-/** The process's one connection in subscriber mode (a subscribed connection takes no other commands); resubscribes after a reconnect. */
+/**
+ * The process's one connection in subscriber mode (a subscribed connection takes no other commands);
+ * resubscribes after a reconnect. No ready check: its INFO could meet the connection already
+ * subscribed by commands issued while it connected, fail, and force a reconnect.
+ */
 export function subscriber(): Redis {
-  listener ??= new Redis(config().redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true });
+  listener ??= new Redis(config().redisUrl, { connectionName, maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true, enableReadyCheck: false });
   return listener;
 }
 
@@ -25,7 +32,7 @@ export function subscriber(): Redis {
  * with the others. The API's stream reader opens a fixed few of these, whatever the number of clients.
  */
 export function blockingConnection(): Redis {
-  const connection = new Redis(config().redisUrl, { maxRetriesPerRequest: null, enableOfflineQueue: true, lazyConnect: false });
+  const connection = new Redis(config().redisUrl, { connectionName, maxRetriesPerRequest: null, enableOfflineQueue: true, lazyConnect: false });
   readers.push(connection);
   return connection;
 }

@@ -44,7 +44,7 @@ function workerCapacity(): Config['worker'] {
   return {
     inflightRuns,
     workflowTasks: Math.max(2, int('WORKER_MAX_WORKFLOW_TASKS', 40)),
-    cachedRuns: Math.max(inflightRuns, int('WORKER_MAX_CACHED_RUNS', Math.ceil(inflightRuns * 1.25))),
+    cachedRuns: Math.max(inflightRuns, int('WORKER_MAX_CACHED_RUNS', inflightRuns * 2)),
     backgroundActivities: Math.max(1, int('WORKER_MAX_BACKGROUND_ACTIVITIES', 100)),
     webhookActivities: Math.max(1, int('WORKER_MAX_WEBHOOK_ACTIVITIES', 200)),
   };

@@ -17,6 +17,13 @@ export interface StubReply {
   delayMs?: number;
   chunkDelayMs?: number;
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+  /**
+   * Held until this many requests of the model are held at once, then all answered: a test of how
+   * many calls the service has in flight together that no machine's speed can pass or fail.
+   */
+  together?: number;
+  /** Held until the test releases the model's held requests (POST /_stub/release). */
+  hold?: boolean;
 }
 
 export interface RecordedRequest {
@@ -31,6 +38,8 @@ export interface RecordedRequest {
 interface Script {
   replies: StubReply[];
   requests: RecordedRequest[];
+  /** Requests held by `together`, released when enough have come. */
+  held: (() => void)[];
 }
 
 const DEFAULT_REPLY: StubReply = { text: 'stub reply' };
@@ -58,7 +67,7 @@ export class StubProvider extends LoopbackServer {
   private script(model: string): Script {
     let script = this.scripts.get(model);
     if (!script) {
-      script = { replies: [], requests: [] };
+      script = { replies: [], requests: [], held: [] };
       this.scripts.set(model, script);
     }
     return script;
@@ -68,8 +77,18 @@ export class StubProvider extends LoopbackServer {
     const url = new URL(req.url ?? '/', 'http://stub');
     if (req.method === 'POST' && url.pathname === '/_stub/script') {
       const { model, replies } = (await readJson(req)) as { model: string; replies: StubReply[] };
-      this.scripts.set(model, { replies: [...replies], requests: [] });
+      this.scripts.set(model, { replies: [...replies], requests: [], held: [] });
       res.writeHead(204).end();
+      return;
+    }
+    if (req.method === 'POST' && url.pathname === '/_stub/release') {
+      for (const release of this.scripts.get(url.searchParams.get('model') ?? '')?.held.splice(0) ?? []) release();
+      res.writeHead(204).end();
+      return;
+    }
+    if (req.method === 'GET' && url.pathname === '/_stub/held') {
+      const script = this.scripts.get(url.searchParams.get('model') ?? '');
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ held: script?.held.length ?? 0 }));
       return;
     }
     if (req.method === 'GET' && url.pathname === '/_stub/requests') {
@@ -93,6 +112,12 @@ export class StubProvider extends LoopbackServer {
       if (!res.writableFinished) recorded.aborted = true;
     });
     const reply = script.replies.shift() ?? DEFAULT_REPLY;
+    if (reply.together || reply.hold) {
+      await new Promise<void>((release) => {
+        script.held.push(release);
+        if (reply.together && script.held.length >= reply.together) for (const r of script.held.splice(0)) r();
+      });
+    }
     if (reply.delayMs) await sleep(reply.delayMs);
     if (reply.status) {
       res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `stub status ${reply.status}`, type: 'server_error' } }));

@@ -65,6 +65,17 @@ export async function scriptModel(model: string, replies: StubReply[]): Promise<
   if (res.status !== 204) throw new Error(`stub script failed: ${res.status}`);
 }
 
+/** How many of the model's requests the stub holds now (replies scripted with `hold` or `together`). */
+export async function heldRequests(model: string): Promise<number> {
+  const res = await fetch(`${process.env.STUB_URL}/_stub/held?model=${encodeURIComponent(model)}`);
+  return ((await res.json()) as { held: number }).held;
+}
+
+/** Answers every request of the model the stub holds now. */
+export async function releaseHeld(model: string): Promise<void> {
+  await fetch(`${process.env.STUB_URL}/_stub/release?model=${encodeURIComponent(model)}`, { method: 'POST' });
+}
+
 export async function providerRequests(model: string): Promise<RecordedRequest[]> {
   const res = await fetch(`${process.env.STUB_URL}/_stub/requests?model=${encodeURIComponent(model)}`);
   return (await res.json()) as RecordedRequest[];
