@@ -11,6 +11,14 @@ import type { BatchFigures } from './jobs';
 import type { WebhookFigures } from './webhooks';
 import type { GrowthFigures, GrowthPoint } from './growth';
 import type { StatementFigures } from './statements';
+import type { BatchFigures as LongBatchFigures, OpenLoopFigures, OpenStreamsFigures } from './inflight';
+
+/** Long runs held at once: the open loop of streamed runs, many open streams, a closed batch of plain runs. */
+export interface InflightMeasured {
+  openLoop: OpenLoopFigures;
+  openStreams: OpenStreamsFigures;
+  batch: LongBatchFigures;
+}
 
 /** A phase at concurrency 32: its figures, and what its requests cost each process. */
 export interface Loaded {
@@ -37,6 +45,7 @@ export interface Measured {
   retrieval?: RetrievalFigures;
   batch?: BatchFigures;
   webhooks?: WebhookFigures;
+  inflight?: InflightMeasured;
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
@@ -56,6 +65,65 @@ const loaded = (l: Loaded) => ({ ...figures(l.summary), cpu_ms_per_request: cpuP
 const curve = (points: GrowthPoint[], unit: string) => `${points.map((p) => `${p.size}: ${p.p50} / ${p.p95}`).join(', ')} ${unit} (n ${points[0]?.n ?? 0} each)`;
 
 const counts = (c: Record<string, number>) => Object.entries(c).map(([name, n]) => `${name} ${n}`).join(', ') || '-';
+
+const mb = (u: PhaseUsage, name: string) => round2(u.peakRssMb[name] ?? 0);
+
+/** The in-flight targets (issue: hold thousands of long, streamed runs at once). */
+function inflightTargets(i: InflightMeasured, target: (name: string, value: number | null, sense: '<=' | '>=', limit: number) => unknown) {
+  const o = i.openLoop;
+  return [
+    target('inflight_failures', o.failures + i.openStreams.failures + i.batch.failures, '<=', 0),
+    target('inflight_first_delta_overhead_p99_ms', o.first_delta_overhead_ms.p99, '<=', 250),
+    target('inflight_duration_overhead_p99_ms', o.duration_overhead_ms.p99, '<=', 1000),
+    target('inflight_api_rss_mb', mb(o.usage, 'api'), '<=', 200),
+    target('inflight_worker_rss_mb', mb(o.usage, 'worker'), '<=', 400),
+    target('open_streams_api_redis_connections', i.openStreams.api_redis_connections, '<=', 8),
+    target('long_batch_over_one_run', i.batch.over_one_run, '<=', 2),
+  ];
+}
+
+function inflightLines(i: InflightMeasured): string[] {
+  const o = i.openLoop;
+  const cpu = (u: PhaseUsage) => Object.entries(u.cpuMs).filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${Math.round(ms / 1000)} s`).join(', ');
+  return [
+    `inflight: ${o.runs} streamed runs of ${o.run_ms / 1000} s, ${o.rate_per_s}/s for ${o.seconds} s (open loop): ${o.failures} failed; peak ${o.peak_open_streams} open streams, ${o.peak_provider_calls} provider calls at once`,
+    `  first-delta overhead p50 ${o.first_delta_overhead_ms.p50} ms, p99 ${o.first_delta_overhead_ms.p99} ms; duration overhead p50 ${o.duration_overhead_ms.p50} ms, p99 ${o.duration_overhead_ms.p99} ms`,
+    `  peak RSS api ${mb(o.usage, 'api')} MB, worker ${mb(o.usage, 'worker')} MB; CPU ${cpu(o.usage)}`,
+    `open streams: ${i.openStreams.streams} at once, ${i.openStreams.failures} failed; the API held ${i.openStreams.api_redis_connections} Redis connections; peak RSS api ${mb(i.openStreams.usage, 'api')} MB, worker ${mb(i.openStreams.usage, 'worker')} MB`,
+    `long batch: ${i.batch.runs} plain runs of ${i.batch.run_ms / 1000} s posted at once: all answered in ${i.batch.seconds} s = ${i.batch.over_one_run}x one run (${i.batch.failures} failed)`,
+  ];
+}
+
+const targetLine = (t: { name: string; value: number | null; target: string; met: boolean | null }) =>
+  `  ${t.name.padEnd(36)}${String(t.value ?? '-').padStart(9)}  ${t.target.padEnd(8)}${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`;
+
+function makeTarget(name: string, value: number | null, sense: '<=' | '>=', limit: number) {
+  return { name, value, target: `${sense} ${limit}`, met: value === null ? null : sense === '<=' ? value <= limit : value >= limit };
+}
+
+function write(name: string, json: unknown): string {
+  const file = path.join(PROJECT_ROOT, 'bench/results', name);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, JSON.stringify(json, null, 2) + '\n');
+  return file;
+}
+
+/** `npm run bench -- --inflight`: only the in-flight phases; writes bench/results/inflight.json. */
+export function reportInflight(m: { quick: boolean; settings: unknown; inflight: InflightMeasured }): void {
+  const targets = inflightTargets(m.inflight, makeTarget) as ReturnType<typeof makeTarget>[];
+  const date = new Date().toISOString();
+  const file = write('inflight.json', { date, quick: m.quick, nproc: availableParallelism(), node: process.version, settings: m.settings, inflight: m.inflight, targets });
+  process.stdout.write(
+    ['', `Agent Execution Service bench, in-flight phases${m.quick ? ' (--quick)' : ''}: ${date}, nproc ${availableParallelism()}`, '', ...inflightLines(m.inflight), '', 'targets (reported, not asserted):', ...targets.map(targetLine), '', ...INFLIGHT_NOTES, `written: ${path.relative(process.cwd(), file)}`, ''].join('\n'),
+  );
+}
+
+const INFLIGHT_NOTES = [
+  'inflight: the stub streams each reply as `chunks` deltas, each written `wait` ms after the one before; first-delta overhead =',
+  "  the client's first response.output_text.delta minus its request's start, less one wait; duration overhead = the stream's",
+  "  end minus its request's start, less chunks x wait. Runs waiting for a worker's slot count in both. One API and one worker",
+  '  process as their npm scripts run them, with their default settings.',
+];
 
 const FAIRNESS = [
   'floor: workflow floorWorkflow = one regular activity that does nothing, on its own task queue, on the same Temporal',
@@ -99,12 +167,7 @@ export function report(m: Measured): void {
   // Memory under the c32 load: the highest peak of any c32 phase.
   const peak = (name: string) => round2(Math.max(0, ...[m.floor.c32, m.run.c32, m.stream.c32, m.authGet, m.bareKoa].map((l) => l.usage.peakRssMb[name] ?? 0)));
   const rss = { api: peak('api'), worker: peak('worker'), floor_worker: peak('floor_worker') };
-  const target = (name: string, value: number | null, sense: '<=' | '>=', limit: number) => ({
-    name,
-    value,
-    target: `${sense} ${limit}`,
-    met: value === null ? null : sense === '<=' ? value <= limit : value >= limit,
-  });
+  const target = makeTarget;
   const targets = [
     target('run_over_floor_p50_c1', ratios.run_over_floor_p50_c1, '<=', 1.5),
     target('run_over_floor_rps_c32', ratios.run_over_floor_rps_c32, '>=', 0.8),
@@ -112,6 +175,7 @@ export function report(m: Measured): void {
     target('auth_get_over_bare_koa_rps', ratios.auth_get_over_bare_koa_rps, '>=', 0.5),
     target('api_rss_mb_c32', rss.api, '<=', 200),
     target('worker_rss_mb_c32', rss.worker, '<=', 400),
+    ...(m.inflight ? (inflightTargets(m.inflight, makeTarget) as ReturnType<typeof makeTarget>[]) : []),
   ];
 
   const json = {
@@ -138,13 +202,12 @@ export function report(m: Measured): void {
     retrieval: m.retrieval,
     batch: m.batch,
     webhooks: m.webhooks,
+    inflight: m.inflight,
     rss_mb: rss,
     ratios,
     targets,
   };
-  const file = path.join(PROJECT_ROOT, 'bench/results/latest.json');
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify(json, null, 2) + '\n');
+  const file = write('latest.json', json);
 
   const cell = (v: number | string | null | undefined, w: number) => String(v ?? '-').padStart(w);
   const row = (name: string, conc: number, s: Summary) =>
@@ -196,10 +259,12 @@ export function report(m: Measured): void {
           '',
         ]
       : []),
+    ...(m.inflight ? [...inflightLines(m.inflight), ''] : []),
     'targets (reported, not asserted):',
-    ...targets.map((t) => `  ${t.name.padEnd(36)}${cell(t.value, 9)}  ${t.target.padEnd(8)}${t.met === null ? 'not measured' : t.met ? 'met' : 'MISSED'}`),
+    ...targets.map(targetLine),
     '',
     ...FAIRNESS,
+    ...INFLIGHT_NOTES,
     ...[m.floor.c1, m.floor.c32.summary, m.run.c1, m.run.c32.summary, m.stream.c1, m.stream.c32.summary, m.authGet.summary, m.bareKoa.summary]
       .flatMap((s) => (s.first_error ? [`first error: ${s.first_error}`] : [])),
     `written: ${path.relative(process.cwd(), file)}`,

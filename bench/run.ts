@@ -9,9 +9,10 @@ import { DELIVERED_EVENTS, webhookFigures } from './webhooks';
 import { growthCurves, PRIOR_MESSAGES, STREAM_DELTAS, type GrowthFigures } from './growth';
 import { statementsPerRun, type StatementFigures } from './statements';
 import { Children, LOG_DIR } from './processes';
-import { report, type Loaded, type Measured } from './report';
+import { report, reportInflight, type InflightMeasured, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
 import { BenchStub } from './stubProvider';
+import { openLoop, openStreams, plainBatch } from './inflight';
 
 /**
  * `npm run bench [-- --quick] [-- --core] [-- --profile]`: starts its own stack, measures the floor (Temporal's own cost), runs,
@@ -24,6 +25,8 @@ const QUICK = process.argv.includes('--quick');
 /** Only the floor, runs, streams, the GET pair, statements per run and scale-out: what a change to the run's path moves (and what --profile should see). */
 const CORE = process.argv.includes('--core');
 const PROFILE = process.argv.includes('--profile');
+/** Only the in-flight phases: long streamed runs in an open loop, many open streams, a closed batch of long runs. */
+const INFLIGHT_ONLY = process.argv.includes('--inflight');
 
 const SETTINGS = QUICK
   ? {
@@ -32,6 +35,9 @@ const SETTINGS = QUICK
       growthSamples: 3,
       statementRuns: 50,
       get: { concurrency: 32, warmupMs: 500, durationMs: 2500 },
+      inflight: { rate: 20, seconds: 15, chunks: 20, waitMs: 500 },
+      openStreams: { count: 500, chunks: 10, waitMs: 1000 },
+      batch: { runs: 300, ms: 5000 },
     }
   : {
       c1: { warmup: 30, count: 300 },
@@ -39,9 +45,23 @@ const SETTINGS = QUICK
       growthSamples: 15,
       statementRuns: 200,
       get: { concurrency: 32, warmupMs: 3000, durationMs: 15_000 },
+      // 600 in flight at steady state: 20 arrivals a second, each run 30 s long.
+      inflight: { rate: 20, seconds: 60, chunks: 20, waitMs: 1500 },
+      openStreams: { count: 2000, chunks: 10, waitMs: 2000 },
+      batch: { runs: 300, ms: 5000 },
     };
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
+
+async function inflight(s: Stack): Promise<InflightMeasured> {
+  const { inflight: o, openStreams: streams, batch: b } = SETTINGS;
+  log(`inflight: open loop, ${o.rate} streamed runs a second for ${o.seconds} s, each ${o.chunks} deltas ${o.waitMs} ms apart (${(o.rate * o.chunks * o.waitMs) / 1000} in flight at steady state)`);
+  const openLoopFigures = await openLoop(s, o);
+  log(`inflight: ${streams.count} streams opened at once, each ${streams.chunks} deltas ${streams.waitMs} ms apart; the API's Redis connections counted while they are open`);
+  const streamFigures = await openStreams(s, streams.count, streams);
+  log(`inflight: ${b.runs} plain runs of ${b.ms / 1000} s posted at once`);
+  return { openLoop: openLoopFigures, openStreams: streamFigures, batch: await plainBatch(s, b.runs, b.ms) };
+}
 
 async function measure(s: Stack): Promise<Measured> {
   const op = operations(s);
@@ -64,7 +84,7 @@ async function measure(s: Stack): Promise<Measured> {
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
     statements: await statements(op.run),
-    ...(!CORE && { growth: await growth(s), ...(await knowledge(s)), batch: await batch(s), webhooks: await webhooks(s) }),
+    ...(!CORE && { growth: await growth(s), ...(await knowledge(s)), batch: await batch(s), webhooks: await webhooks(s), inflight: await inflight(s) }),
     // Last: the second worker stays until the end.
     scaleOut: await scaleOut(s, atC32, op.run),
   };
@@ -132,7 +152,8 @@ async function main(): Promise<void> {
       (async () => {
         log(`starting the stack (database ${database}, logs in ${LOG_DIR})`);
         stack = await startStack(children, stub, database, PROFILE);
-        report(await measure(stack));
+        if (INFLIGHT_ONLY) reportInflight({ quick: QUICK, settings: SETTINGS, inflight: await inflight(stack) });
+        else report(await measure(stack));
         if (PROFILE) log(`CPU profiles of the API and the worker are written to ${PROFILE_DIR} as they stop`);
       })(),
     ]);

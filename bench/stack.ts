@@ -31,6 +31,7 @@ export interface Stack {
   floor: string;
   stub: BenchStub;
   sampler: ProcessSampler;
+  pids: { api: number; worker: number };
   /** Starts a second service worker (as `npm run start:worker` runs it), sampled as worker_2; resolves once it polls agent-runs. */
   addWorker(): Promise<void>;
 }
@@ -135,6 +136,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     floor: `http://127.0.0.1:${floorPort}/`,
     stub,
     sampler,
+    pids: { api: pids.api, worker: pids.worker },
     async addWorker() {
       const pid = service('worker-2', 'start:worker');
       sampler.watch('worker_2', pid);

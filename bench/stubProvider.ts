@@ -8,6 +8,9 @@ const TOKEN = /\[bench:([A-Za-z0-9_-]+)\]/;
 /** Asks for a streamed reply of this many content deltas, written at once (the growth curve's streams). */
 export const deltasTag = (count: number) => `[bench-deltas:${count}]`;
 const DELTAS = /\[bench-deltas:(\d+)\]/;
+/** Asks for a reply as a real model's comes: `chunks` content deltas, each after `waitMs` (streamed), or the whole reply after chunks × waitMs. */
+export const slowTag = (chunks: number, waitMs: number) => `[bench-slow:${chunks}:${waitMs}]`;
+const SLOW = /\[bench-slow:(\d+):(\d+)\]/;
 
 /**
  * After the first chunk, the rest of a streamed reply follows this much later, as a real model's
@@ -25,6 +28,13 @@ const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, promp
  */
 export class BenchStub extends LoopbackServer {
   private readonly firstChunkAt = new Map<string, number>();
+  /** Provider requests being answered now, and the most at once since resetPeak(). */
+  inFlight = 0;
+  peakInFlight = 0;
+
+  resetPeak(): void {
+    this.peakInFlight = this.inFlight;
+  }
 
   /** When the first content chunk for this token was written (performance.now()), once. */
   takeFirstChunkAt(token: string): number | undefined {
@@ -39,14 +49,27 @@ export class BenchStub extends LoopbackServer {
       return;
     }
     const body = await readJson(req);
+    this.inFlight++;
+    this.peakInFlight = Math.max(this.peakInFlight, this.inFlight);
+    try {
+      await this.reply(body, res);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async reply(body: Record<string, any>, res: ServerResponse): Promise<void> {
     const base = { id: 'chatcmpl-bench', created: Math.floor(Date.now() / 1000), model: String(body.model) };
+    const messages = (body.messages ?? []) as { role: string; content: unknown }[];
+    const lastUserMessage = JSON.stringify(messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
+    const slow = SLOW.exec(lastUserMessage);
+    const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
+    if (slow && !body.stream) await wait(Number(slow[1]) * Number(slow[2]));
     if (!body.stream) {
       const message = { role: 'assistant', content: REPLY.join('') };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'stop' }], usage: USAGE }));
       return;
     }
-    const messages = (body.messages ?? []) as { role: string; content: unknown }[];
-    const lastUserMessage = JSON.stringify(messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
     const token = TOKEN.exec(lastUserMessage)?.[1];
     const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
     const send = (payload: unknown) => res.write(`data: ${JSON.stringify(payload)}\n\n`);
@@ -56,6 +79,16 @@ export class BenchStub extends LoopbackServer {
       res.end('data: [DONE]\n\n');
     };
     res.writeHead(200, { 'content-type': 'text/event-stream' });
+    if (slow) {
+      for (let i = 0; i < Number(slow[1]); i++) {
+        await wait(Number(slow[2]));
+        if (res.destroyed) return;
+        if (i === 0 && token) this.firstChunkAt.set(token, performance.now());
+        send(chunk({ content: `w${i} ` }));
+      }
+      finish();
+      return;
+    }
     const deltas = DELTAS.exec(lastUserMessage)?.[1];
     if (deltas) {
       for (let i = 0; i < Number(deltas); i++) send(chunk({ content: `w${i} ` }));

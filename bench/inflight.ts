@@ -1,0 +1,182 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Redis from 'ioredis';
+import { percentiles, type Percentiles } from './load';
+import { expectOk } from './operations';
+import type { PhaseUsage } from './processes';
+import type { Stack } from './stack';
+import { slowTag, tokenTag } from './stubProvider';
+
+/** A long run as a real model gives it: `chunks` deltas, each after `waitMs`. */
+export interface RunShape {
+  chunks: number;
+  waitMs: number;
+}
+
+export interface OpenLoopFigures {
+  rate_per_s: number;
+  seconds: number;
+  run_ms: number;
+  runs: number;
+  failures: number;
+  first_error?: string;
+  /** Client's first delta minus its request's start, less the stub's wait before its first chunk. */
+  first_delta_overhead_ms: Percentiles;
+  /** The stream's end minus its request's start, less the run's own length (chunks × wait). */
+  duration_overhead_ms: Percentiles;
+  /** Streams the bench held open at once, and provider calls the stub answered at once (runs a worker held). */
+  peak_open_streams: number;
+  peak_provider_calls: number;
+  usage: PhaseUsage;
+}
+
+let seq = 0;
+
+/** Reads one streamed run to its end: when its first delta came, and its terminal events. */
+async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: number; totalMs: number }> {
+  const started = performance.now();
+  const res = await fetch(`${s.api}/api/v2/responses`, {
+    method: 'POST',
+    headers: s.auth,
+    body: JSON.stringify({ agent: s.agent, input: `Go. ${slowTag(shape.chunks, shape.waitMs)} ${tokenTag(`i${++seq}`)}`, stream: true, timeout_ms: 120_000 }),
+  });
+  if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    await expectOk(res, 'streamed POST /api/v2/responses');
+    throw new Error('answered without an event stream');
+  }
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let firstDeltaAt: number | undefined;
+  const terminals: string[] = [];
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const at = performance.now();
+    buffer += decoder.decode(value, { stream: true });
+    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+      const type = /^event: (.+)$/m.exec(buffer.slice(0, end))?.[1];
+      buffer = buffer.slice(end + 2);
+      if (type === 'response.output_text.delta') firstDeltaAt ??= at;
+      if (type === 'response.completed' || type === 'response.failed' || type === 'response.cancelled') terminals.push(type);
+    }
+  }
+  if (terminals.length !== 1 || terminals[0] !== 'response.completed' || firstDeltaAt === undefined) throw new Error(`stream ended with ${terminals.join(', ') || 'no terminal event'}`);
+  return { firstDeltaMs: firstDeltaAt - started - shape.waitMs, totalMs: performance.now() - started - shape.chunks * shape.waitMs };
+}
+
+/**
+ * Open loop: a streamed run starts every 1/rate s for `seconds`, whatever the earlier ones are doing,
+ * so rate × run length are in flight at steady state; each is read to its terminal event.
+ */
+export async function openLoop(s: Stack, o: { rate: number; seconds: number } & RunShape): Promise<OpenLoopFigures> {
+  const firstDelta: number[] = [];
+  const duration: number[] = [];
+  let failures = 0;
+  let firstError: string | undefined;
+  let open = 0;
+  let peakOpen = 0;
+  s.stub.resetPeak();
+  const { usage } = await s.sampler.during(async () => {
+    const runs: Promise<void>[] = [];
+    const t0 = performance.now();
+    for (let i = 0; i < o.rate * o.seconds; i++) {
+      const wait = t0 + (i * 1000) / o.rate - performance.now();
+      if (wait > 0) await sleep(wait);
+      open++;
+      peakOpen = Math.max(peakOpen, open);
+      runs.push(
+        streamedRun(s, o)
+          .then(({ firstDeltaMs, totalMs }) => {
+            firstDelta.push(firstDeltaMs);
+            duration.push(totalMs);
+          })
+          .catch((err) => {
+            failures++;
+            firstError ??= String(err?.message ?? err);
+          })
+          .finally(() => open--),
+      );
+    }
+    await Promise.all(runs);
+  });
+  return {
+    rate_per_s: o.rate,
+    seconds: o.seconds,
+    run_ms: o.chunks * o.waitMs,
+    runs: o.rate * o.seconds,
+    failures,
+    ...(firstError && { first_error: firstError }),
+    first_delta_overhead_ms: percentiles(firstDelta),
+    duration_overhead_ms: percentiles(duration),
+    peak_open_streams: peakOpen,
+    peak_provider_calls: s.stub.peakInFlight,
+    usage,
+  };
+}
+
+export interface OpenStreamsFigures {
+  streams: number;
+  failures: number;
+  first_error?: string;
+  /** Redis connections the API process held while every stream was open (CLIENT LIST, by its connection name). */
+  api_redis_connections: number;
+  usage: PhaseUsage;
+}
+
+/** `count` streamed runs opened at once and held open together; counts the API's Redis connections meanwhile. */
+export async function openStreams(s: Stack, count: number, shape: RunShape): Promise<OpenStreamsFigures> {
+  let failures = 0;
+  let firstError: string | undefined;
+  let open = 0;
+  let connections = 0;
+  const admin = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const { usage } = await s.sampler.during(async () => {
+    const runs = Array.from({ length: count }, async () => {
+      open++;
+      try {
+        await streamedRun(s, shape);
+      } catch (err) {
+        failures++;
+        firstError ??= String((err as Error)?.message ?? err);
+      } finally {
+        open--;
+      }
+    });
+    // Counted once every stream is open (half the run's length in), then again while they drain.
+    await sleep((shape.chunks * shape.waitMs) / 2);
+    for (let i = 0; i < 5 && open > 0; i++) {
+      const list = (await admin.client('LIST')) as string;
+      const mine = list.split('\n').filter((line) => line.includes(` name=aes:${s.pids.api} `)).length;
+      connections = Math.max(connections, mine);
+      await sleep(500);
+    }
+    await Promise.all(runs);
+  });
+  admin.disconnect();
+  return { streams: count, failures, ...(firstError && { first_error: firstError }), api_redis_connections: connections, usage };
+}
+
+export interface BatchFigures {
+  runs: number;
+  run_ms: number;
+  failures: number;
+  seconds: number;
+  /** The batch's time over one run's length. */
+  over_one_run: number;
+}
+
+/** Closed loop: `count` plain runs, each `ms` long at the provider, posted at once; how long until all are answered. */
+export async function plainBatch(s: Stack, count: number, ms: number): Promise<BatchFigures> {
+  let failures = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: count }, async () => {
+      const res = await fetch(`${s.api}/api/v2/responses`, { method: 'POST', headers: s.auth, body: JSON.stringify({ agent: s.agent, input: `Go. ${slowTag(1, ms)}`, timeout_ms: 120_000 }) });
+      const body = (await res.json()) as { status?: string };
+      if (res.status !== 200 || body.status !== 'completed') failures++;
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  return { runs: count, run_ms: ms, failures, seconds: Math.round(seconds * 100) / 100, over_one_run: Math.round((seconds * 1000 * 100) / ms) / 100 };
+}
