@@ -5,6 +5,8 @@ import { type Attachment, type Deadline, type OutputItem, type ResponseFormat } 
 import { estimateTokens, type Usage } from '../domain/usage';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';
+import { watchCancel } from './cancelNotices';
+import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
 import { recentMessages } from '../db/messages';
 import { addConsumedUsage } from '../db/runs';
 import { assemblePrompt, userContent } from './prompt';
@@ -75,9 +77,26 @@ export function generate(input: GenerateInput): Promise<GenerateResult> {
   return heartbeating(() => callModel(input));
 }
 
+/** Model calls this worker process has in flight: the worker's saturation, beside its free activity slots. */
+let callsInFlight = 0;
+
+function countCall(ctx: Context, change: 1 | -1): void {
+  callsInFlight += change;
+  ctx.metricMeter.createGauge('aes_model_calls_in_flight', 'int', 'calls', 'Model calls this worker process has in flight now.').set(callsInFlight);
+}
+
 /** The model call itself, for activities that heartbeat around more than the call (startRun). */
 export async function callModel(input: GenerateInput): Promise<GenerateResult> {
   const ctx = Context.current();
+  countCall(ctx, 1);
+  try {
+    return await call(ctx, input);
+  } finally {
+    countCall(ctx, -1);
+  }
+}
+
+async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult> {
   // A retry that starts past the deadline sends nothing, so it is not billed for anything.
   if (input.deadline.at <= Date.now()) throw deadlineFailure(input.deadline);
   const events = new RunEvents(input.runId);
@@ -86,7 +105,8 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
   const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge });
   if (input.stream && attempt > 1) await resetStreamedCall(events, input, attempt, messages, deltaType);
   let streamed = '';
-  const signal = callSignal(input.deadline);
+  const notice = watchCancel(input.runId);
+  const signal = AbortSignal.any([callSignal(input.deadline), notice.signal]);
   try {
     const reply = await modelProvider().complete({
       model: input.config.model ?? 'default',
@@ -112,6 +132,10 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
   } catch (err) {
     if (signal.aborted) {
       await recordConsumed(input.runId, messages, streamed);
+      // Announced by the API before Temporal's cancel reaches the call: the provider is stopped, and
+      // the call ends cancelled once that cancel comes with a heartbeat's answer (a cancel Temporal
+      // never confirms fails the attempt, which is retried).
+      if (notice.signal.aborted && !ctx.cancellationSignal.aborted) await confirmedCancel(ctx);
       if (!ctx.cancellationSignal.aborted) throw deadlineFailure(input.deadline);
       // Whatever the provider client threw on abort, the workflow must see a cancellation.
       throw err instanceof CancelledFailure ? err : new CancelledFailure('model call cancelled');
@@ -121,8 +145,16 @@ export async function callModel(input: GenerateInput): Promise<GenerateResult> {
     }
     throw err;
   } finally {
+    notice.release();
     await events.flush();
   }
+}
+
+/** Waits for Temporal's cancel of an announced-cancelled call: it comes with a heartbeat's answer, within the heartbeat timeout. */
+async function confirmedCancel(ctx: Context): Promise<void> {
+  const late = new Promise<void>((resolve) => setTimeout(resolve, MODEL_HEARTBEAT_TIMEOUT_MS).unref());
+  await Promise.race([ctx.cancelled.catch(() => undefined), late]);
+  if (!ctx.cancellationSignal.aborted) throw ApplicationFailure.create({ message: 'the run was announced cancelled, but Temporal did not cancel the call', type: 'cancel_unconfirmed' });
 }
 
 /**

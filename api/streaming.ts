@@ -8,6 +8,7 @@ import type { AppState } from './state';
 import { openStreams, runAnswers } from '../infra/metrics';
 import { runStreams, type StreamEntry } from './runStreamReader';
 import { listenForSettlement, outcomeOf } from './settlements';
+import { cancelRun } from './cancelRun';
 
 export interface RelayOptions {
   runId: string;
@@ -86,7 +87,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     closed = true;
     end();
     // A connection closed while this instance shuts down was closed by the shutdown, not by the client.
-    if (!terminal && !handedOver && !isShuttingDown() && o.cancelOnDisconnect) handle.cancel().catch(() => undefined);
+    if (!terminal && !handedOver && !isShuttingDown() && o.cancelOnDisconnect) cancelRun(handle, o.runId).catch(() => undefined);
   });
   const unregister = onShutdown(() => {
     handedOver = true;

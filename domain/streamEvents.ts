@@ -33,6 +33,17 @@ export function runSettledChannel(runId: string): string {
   return `run:${runId}:settled`;
 }
 
+/**
+ * The Redis channel on which the API announces that it cancelled a run, so that the worker holding
+ * the run's model call aborts it at once instead of at the heartbeat that carries Temporal's cancel.
+ */
+export function runCancelChannel(runId: string): string {
+  return `run:${runId}:cancel`;
+}
+
+/** Every run's cancel channel, as one pattern: cancels are rare, so each worker hears them all. */
+export const RUN_CANCEL_PATTERN = 'run:*:cancel';
+
 /** Streams are capped (entries) and expire (seconds), so abandoned runs cost nothing for long. */
 export const RUN_EVENTS_MAX_LEN = 10_000;
 export const RUN_EVENTS_TTL_S = 24 * 60 * 60;

@@ -108,7 +108,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const modelCalls = () =>
     proxyActivities<typeof activities>({
       scheduleToCloseTimeout: budget(),
-      // Short, so a cancelled run reaches the call quickly and a dead worker's call is retried soon.
+      // A dead worker's call is retried after it; a cancel reaches the call with a heartbeat's answer (timings.ts).
       heartbeatTimeout: MODEL_HEARTBEAT_TIMEOUT_MS,
       // Wait for the call to stop, so what it consumed is recorded before the run settles.
       cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,

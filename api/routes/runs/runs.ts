@@ -8,9 +8,12 @@ import { validate, type Input } from '../../middleware/validate';
 import { RUN_READER_SCOPES, runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
+import { cancelRun } from '../../cancelRun';
+import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../../../workflows/timings';
 import { CancelRun, FollowRunEvents, ReadRun } from './schema';
 
-const CANCEL_WAIT_MS = 5000;
+/** The run settles cancelled once Temporal's cancel reaches its call (within the heartbeat timeout's 0.8); the answer waits that long to show it. */
+const CANCEL_WAIT_MS = MODEL_HEARTBEAT_TIMEOUT_MS;
 
 /** GET /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel. */
 export function runsRoutes(router: Router<AppState>): void {
@@ -45,7 +48,7 @@ export function runsRoutes(router: Router<AppState>): void {
       if (!TERMINAL_STATUSES.has(run.status)) {
         const handle = runHandle(await temporal(), run.id);
         try {
-          await handle.cancel();
+          await cancelRun(handle, run.id);
           // The workflow settles the run as cancelled; wait (bounded: a queued run needs a worker) so the answer shows it.
           await Promise.race([handle.result().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS).unref())]);
         } catch (err) {
