@@ -24,6 +24,8 @@ export interface OpenLoopFigures {
   first_delta_overhead_ms: Percentiles;
   /** The stream's end minus its request's start, less the run's own length (chunks × wait). */
   duration_overhead_ms: Percentiles;
+  /** When the provider was called, from the request's start: the part of the first-delta overhead spent before the call. */
+  call_delay_ms: Percentiles;
   /** Streams the bench held open at once, and provider calls the stub answered at once (runs a worker held). */
   peak_open_streams: number;
   peak_provider_calls: number;
@@ -33,12 +35,13 @@ export interface OpenLoopFigures {
 let seq = 0;
 
 /** Reads one streamed run to its end: when its first delta came, and its terminal events. */
-async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: number; totalMs: number }> {
+async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: number; totalMs: number; callDelayMs: number }> {
   const started = performance.now();
+  const token = `i${++seq}`;
   const res = await fetch(`${s.api}/api/v2/responses`, {
     method: 'POST',
     headers: s.auth,
-    body: JSON.stringify({ agent: s.agent, input: `Go. ${slowTag(shape.chunks, shape.waitMs)} ${tokenTag(`i${++seq}`)}`, stream: true, timeout_ms: 120_000 }),
+    body: JSON.stringify({ agent: s.agent, input: `Go. ${slowTag(shape.chunks, shape.waitMs)} ${tokenTag(token)}`, stream: true, timeout_ms: 120_000 }),
   });
   if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     await expectOk(res, 'streamed POST /api/v2/responses');
@@ -62,7 +65,8 @@ async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: n
     }
   }
   if (terminals.length !== 1 || terminals[0] !== 'response.completed' || firstDeltaAt === undefined) throw new Error(`stream ended with ${terminals.join(', ') || 'no terminal event'}`);
-  return { firstDeltaMs: firstDeltaAt - started - shape.waitMs, totalMs: performance.now() - started - shape.chunks * shape.waitMs };
+  const firstChunkAt = s.stub.takeFirstChunkAt(token) ?? NaN;
+  return { firstDeltaMs: firstDeltaAt - started - shape.waitMs, totalMs: performance.now() - started - shape.chunks * shape.waitMs, callDelayMs: firstChunkAt - shape.waitMs - started };
 }
 
 /**
@@ -72,6 +76,7 @@ async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: n
 export async function openLoop(s: Stack, o: { rate: number; seconds: number } & RunShape): Promise<OpenLoopFigures> {
   const firstDelta: number[] = [];
   const duration: number[] = [];
+  const callDelay: number[] = [];
   let failures = 0;
   let firstError: string | undefined;
   let open = 0;
@@ -87,9 +92,10 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
       peakOpen = Math.max(peakOpen, open);
       runs.push(
         streamedRun(s, o)
-          .then(({ firstDeltaMs, totalMs }) => {
+          .then(({ firstDeltaMs, totalMs, callDelayMs }) => {
             firstDelta.push(firstDeltaMs);
             duration.push(totalMs);
+            callDelay.push(callDelayMs);
           })
           .catch((err) => {
             failures++;
@@ -109,6 +115,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
     ...(firstError && { first_error: firstError }),
     first_delta_overhead_ms: percentiles(firstDelta),
     duration_overhead_ms: percentiles(duration),
+    call_delay_ms: percentiles(callDelay),
     peak_open_streams: peakOpen,
     peak_provider_calls: s.stub.peakInFlight,
     usage,

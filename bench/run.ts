@@ -57,6 +57,8 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
   const { inflight: o, openStreams: streams, batch: b } = SETTINGS;
   log(`inflight: open loop, ${o.rate} streamed runs a second for ${o.seconds} s, each ${o.chunks} deltas ${o.waitMs} ms apart (${(o.rate * o.chunks * o.waitMs) / 1000} in flight at steady state)`);
   const openLoopFigures = await openLoop(s, o);
+  const { first_delta_overhead_ms: fd, call_delay_ms: cd } = openLoopFigures;
+  log(`inflight: first-delta overhead p50 ${fd.p50} ms, p99 ${fd.p99} ms (before the provider call: p50 ${cd.p50} ms, p99 ${cd.p99} ms), ${openLoopFigures.failures} failed`);
   log(`inflight: ${streams.count} streams opened at once, each ${streams.chunks} deltas ${streams.waitMs} ms apart; the API's Redis connections counted while they are open`);
   const streamFigures = await openStreams(s, streams.count, streams);
   log(`inflight: ${b.runs} plain runs of ${b.ms / 1000} s posted at once`);

@@ -32,6 +32,8 @@ export interface Stack {
   stub: BenchStub;
   sampler: ProcessSampler;
   pids: { api: number; worker: number };
+  /** The service worker's Prometheus metrics (Temporal's SDK metrics and the activities'). */
+  workerMetrics: string;
   /** Starts a second service worker (as `npm run start:worker` runs it), sampled as worker_2; resolves once it polls agent-runs. */
   addWorker(): Promise<void>;
 }
@@ -72,7 +74,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   const temporalServer = await startDevServer();
   children.adopt('temporal', temporalServer.process);
   const stubUrl = await stub.start();
-  const [apiPort, bareKoaPort, floorPort] = [await freePort(), await freePort(), await freePort()];
+  const [apiPort, bareKoaPort, floorPort, workerMetricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   // The bench's own modules (migrate, admin commands, the Temporal client) read these.
   Object.assign(process.env, { DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`, TEMPORAL_ADDRESS: temporalServer.address });
 
@@ -112,7 +114,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   };
   const pids = {
     api: service('api', 'start:api'),
-    worker: service('worker', 'start:worker'),
+    worker: service('worker', 'start:worker', undefined, { WORKER_METRICS_PORT: String(workerMetricsPort) }),
     floor_worker: service('floor-worker', 'start:worker', ['dist/bench/floorWorker.js', FLOOR_QUEUE], { PORT: String(floorPort) }),
     bare_koa: node('bare-koa', 'dist/bench/bareKoa.js', [], { PORT: String(bareKoaPort) }),
   };
@@ -137,6 +139,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     stub,
     sampler,
     pids: { api: pids.api, worker: pids.worker },
+    workerMetrics: `http://127.0.0.1:${workerMetricsPort}/metrics`,
     async addWorker() {
       const pid = service('worker-2', 'start:worker');
       sampler.watch('worker_2', pid);
