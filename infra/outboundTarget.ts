@@ -12,8 +12,15 @@ import { config } from './config';
  * actually dialled, so a DNS answer that changes afterwards (rebinding) is caught too.
  */
 export function forbiddenAddress(address: string): boolean {
-  return ipaddr.process(address).range() !== 'unicast';
+  // In WHATWG's canonical form first: ipaddr.js reads ::1.2.3.4 as ::ffff:1.2.3.4, not as ::102:304.
+  const canonical = address.includes(':') ? new URL(`http://[${address}]/`).hostname.slice(1, -1) : address;
+  const literal = ipaddr.parse(canonical);
+  // IPv4-compatible IPv6 (::a.b.c.d, deprecated) is "unicast" to ipaddr.js, yet some stacks dial it as the IPv4 inside.
+  if (literal.kind() === 'ipv6' && (literal as ipaddr.IPv6).match(IPV4_COMPATIBLE)) return true;
+  return ipaddr.process(canonical).range() !== 'unicast';
 }
+
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
 
 /** The resolver, injectable so tests can answer as a rebinding DNS server would. */
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
