@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import * as yup from 'yup';
 import { invalidRequest } from '../../domain/errors';
-import { unstorableTextAt } from '../validation/storableText';
+import { reservedKeyAt, unstorableTextAt } from '../validation/storableText';
 import type { AppState } from '../state';
 
 /** What reads one part of a request: a yup schema, or a function built on one (for rules yup cannot say). */
@@ -45,6 +45,8 @@ export function validate<S extends Schemas>(schemas: S, refine?: (input: Input<S
     for (const part of ['body', 'query', 'params', 'headers'] as const) {
       const parser = schemas[part];
       if (!parser) continue;
+      const reserved = reservedKeyAt(parts[part]);
+      if (reserved !== undefined) throw invalidRequest(`${reserved} (in the request ${part === 'params' ? 'path' : part}) is a reserved key: no request takes keys named after JavaScript's Object.prototype (__proto__, constructor, toString, …).`);
       const unstorable = unstorableTextAt(parts[part]);
       if (unstorable !== undefined) {
         const where = part === 'params' ? 'path' : part;

@@ -2,6 +2,31 @@
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
+ * Keys no request may use: the names on JavaScript's Object.prototype (`__proto__`, `constructor`,
+ * `toString`, …). A schema's lookup of such a key finds the prototype's member instead of a field
+ * and throws, and `__proto__` is the prototype-pollution key.
+ */
+const RESERVED_KEYS: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
+
+/** The dotted path of the first key in a request part that is reserved (RESERVED_KEYS), or undefined. */
+export function reservedKeyAt(value: unknown): string | undefined {
+  const pending: [unknown, string][] = [[value, '']];
+  while (pending.length > 0) {
+    const [item, path] = pending.pop()!;
+    if (Array.isArray(item)) {
+      for (let i = item.length - 1; i >= 0; i--) pending.push([item[i], `${path}[${i}]`]);
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, child] of Object.entries(item).reverse()) {
+        const at = path ? `${path}.${key}` : key;
+        if (RESERVED_KEYS.has(key)) return at;
+        pending.push([child, at]);
+      }
+    }
+  }
+  return undefined;
+}
+
+/**
  * Where a request part (keys included) holds text that cannot be stored: the dotted path of the first
  * such value or key ('' for the part itself), or undefined when all of it can. JSON escapes and URL
  * decoding can both produce unstorable text, which would otherwise fail deep in a query as a 500.
