@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { dashboardRouter } from './dashboard/dashboard';
+import { allowedMethods } from './middleware/allowedMethods';
 import { oauthRouter } from './oauth/router';
 import { mcpRouter } from './routes/mcp/mcp';
 import { errorEnvelope } from './middleware/errorEnvelope';
@@ -70,14 +71,18 @@ export function createApp(): Koa<AppState> {
   app.proxy = true;
   app.maxIpsCount = 1;
   const { rawBody, json } = routers();
+  const dashboard = dashboardRouter();
+  const oauth = oauthRouter();
+  // MCP reads its own JSON-RPC body; its tools call this app's endpoints in process.
+  const mcp = mcpRouter(() => (handler ??= app.callback()));
   app.use(requestContext);
   app.use(errorEnvelope);
+  app.use(allowedMethods(() => [rawBody, dashboard, oauth, mcp, json]));
   app.use(rawBody.routes());
   // The dashboard's pages post forms, not JSON: routed before the JSON body parser too.
-  app.use(dashboardRouter().routes());
-  app.use(oauthRouter().routes());
-  // MCP reads its own JSON-RPC body; its tools call this app's endpoints in process.
-  app.use(mcpRouter(() => (handler ??= app.callback())).routes());
+  app.use(dashboard.routes());
+  app.use(oauth.routes());
+  app.use(mcp.routes());
   app.use(jsonBody);
   app.use(json.routes());
   // Errors are answered in the envelope; Koa's own error printing would only duplicate them.
