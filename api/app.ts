@@ -1,5 +1,6 @@
 import Koa from 'koa';
 import Router from '@koa/router';
+import { config } from '../infra/config';
 import { dashboardRouter } from './dashboard/dashboard';
 import { allowedMethods } from './middleware/allowedMethods';
 import { oauthRouter } from './oauth/router';
@@ -66,10 +67,12 @@ export function routeList(): { method: string; path: string }[] {
 export function createApp(): Koa<AppState> {
   const app = new Koa<AppState>();
   let handler: ReturnType<Koa['callback']> | undefined;
-  // Behind one load balancer: the client address is the last X-Forwarded-For entry, the one the
-  // balancer wrote, so a client cannot choose its own address (failed-authentication limits key on it).
-  app.proxy = true;
-  app.maxIpsCount = 1;
+  // X-Forwarded-For is read only behind proxies the operator names (TRUST_PROXY_HOPS), and then only
+  // the entries they wrote: with none, a client could choose its own address per request and escape
+  // every per-address limit (failed keys, grant tokens, passwords, OAuth registration).
+  const hops = config().trustProxyHops;
+  app.proxy = hops > 0;
+  app.maxIpsCount = hops;
   const { rawBody, json } = routers();
   const dashboard = dashboardRouter();
   const oauth = oauthRouter();

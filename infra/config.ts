@@ -77,6 +77,11 @@ export interface Config {
   shutdownGraceMs: number;
   /** A non-streamed request waits for its run at most timeout_ms plus this, then answers 202. */
   apiWaitGraceMs: number;
+  /**
+   * Proxies in front of the API that append to X-Forwarded-For (0: none, the header is ignored and
+   * the client address is the socket's). Per-address limits key on that address.
+   */
+  trustProxyHops: number;
   /** Failed authentications a client address may make per 60 s before it is refused (0: unlimited). */
   authFailureLimit: number;
   /** `kid:base64key,…` (the first encrypts); unset: a development key derived from SIGNING_SECRET. */
@@ -147,6 +152,7 @@ export function loadConfig(): Config {
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000),
     apiWaitGraceMs: int('API_WAIT_GRACE_MS', API_WAIT_GRACE_MS),
     authFailureLimit: int('AUTH_FAILURE_LIMIT', 60),
+    trustProxyHops: int('TRUST_PROXY_HOPS', 0),
     payloadEncryptionKeys: process.env.PAYLOAD_ENCRYPTION_KEYS || undefined,
     codecOperatorToken: process.env.CODEC_OPERATOR_TOKEN || undefined,
     metricsToken: process.env.METRICS_TOKEN || undefined,

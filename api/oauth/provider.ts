@@ -1,6 +1,7 @@
 import type { Provider } from 'oidc-provider';
 import { ROLE_SCOPES } from '../../domain/members';
 import { findLiveMember } from '../../db/members';
+import { config } from '../../infra/config';
 import { logger } from '../../infra/logger';
 import { render } from '../dashboard/page';
 import { PostgresAdapter } from './adapter';
@@ -114,7 +115,9 @@ async function create(): Promise<Provider> {
       render(ctx, 'error', { title: 'Authorization failed', message: out.error_description ?? out.error, code: out.error }, ctx.status);
     },
   });
-  provider.proxy = true;
+  // Like the API: forwarded headers count only behind the proxies the operator names.
+  provider.proxy = config().trustProxyHops > 0;
+  provider.maxIpsCount = config().trustProxyHops;
   provider.on('server_error', (_ctx: unknown, err: Error) => logger.error({ err }, 'OAuth server error'));
   return provider;
 }

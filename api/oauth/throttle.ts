@@ -9,7 +9,7 @@ const byAddress = new RateLimiter({ limits: { credential: PER_ADDRESS_PER_MINUTE
 
 /**
  * Client registration and authorization requests need no credential and each stores a row; they are
- * counted by client address (the last X-Forwarded-For hop, as for failed authentications).
+ * counted by client address (ctx.ip: the socket's, or what the trusted proxies saw, TRUST_PROXY_HOPS).
  */
 export function throttleByAddress(endpoint: string): Middleware<AppState> {
   return async (ctx, next) => {

@@ -31,6 +31,9 @@ export default async function globalSetup(): Promise<void> {
     // Every test file's API calls from 127.0.0.1 and shares the Redis counters: the failed-authentication
     // limit is off, except in the file that tests it (on addresses of its own).
     AUTH_FAILURE_LIMIT: '0',
+    // Test files play clients at many addresses through X-Forwarded-For, as if behind one proxy;
+    // test/clientAddress.test.ts checks the default (no proxy: the header is ignored).
+    TRUST_PROXY_HOPS: '1',
   });
   // Imported only now, so the modules read the environment above.
   const { migrate } = await import('../../db/migrate');
