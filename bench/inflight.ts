@@ -26,6 +26,8 @@ export interface OpenLoopFigures {
   duration_overhead_ms: Percentiles;
   /** When the provider was called, from the request's start: the part of the first-delta overhead spent before the call. */
   call_delay_ms: Percentiles;
+  /** The runs that waited longest for their provider call, for their histories. */
+  slowest: { run: string; call_delay_ms: number }[];
   /** Streams the bench held open at once, and provider calls the stub answered at once (runs a worker held). */
   peak_open_streams: number;
   peak_provider_calls: number;
@@ -35,7 +37,7 @@ export interface OpenLoopFigures {
 let seq = 0;
 
 /** Reads one streamed run to its end: when its first delta came, and its terminal events. */
-async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: number; totalMs: number; callDelayMs: number }> {
+async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: number; totalMs: number; callDelayMs: number; runId: string }> {
   const started = performance.now();
   const token = `i${++seq}`;
   const res = await fetch(`${s.api}/api/v2/responses`, {
@@ -52,21 +54,24 @@ async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: n
   let buffer = '';
   let firstDeltaAt: number | undefined;
   const terminals: string[] = [];
+  let runId = '';
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
     const at = performance.now();
     buffer += decoder.decode(value, { stream: true });
     for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-      const type = /^event: (.+)$/m.exec(buffer.slice(0, end))?.[1];
+      const frame = buffer.slice(0, end);
+      const type = /^event: (.+)$/m.exec(frame)?.[1];
       buffer = buffer.slice(end + 2);
       if (type === 'response.output_text.delta') firstDeltaAt ??= at;
+      if (type === 'response.started') runId = /"id":"(run_[^"]+)"/.exec(frame)?.[1] ?? '';
       if (type === 'response.completed' || type === 'response.failed' || type === 'response.cancelled') terminals.push(type);
     }
   }
   if (terminals.length !== 1 || terminals[0] !== 'response.completed' || firstDeltaAt === undefined) throw new Error(`stream ended with ${terminals.join(', ') || 'no terminal event'}`);
   const firstChunkAt = s.stub.takeFirstChunkAt(token) ?? NaN;
-  return { firstDeltaMs: firstDeltaAt - started - shape.waitMs, totalMs: performance.now() - started - shape.chunks * shape.waitMs, callDelayMs: firstChunkAt - shape.waitMs - started };
+  return { firstDeltaMs: firstDeltaAt - started - shape.waitMs, totalMs: performance.now() - started - shape.chunks * shape.waitMs, callDelayMs: firstChunkAt - shape.waitMs - started, runId };
 }
 
 /**
@@ -77,6 +82,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
   const firstDelta: number[] = [];
   const duration: number[] = [];
   const callDelay: number[] = [];
+  const byDelay: { run: string; call_delay_ms: number }[] = [];
   let failures = 0;
   let firstError: string | undefined;
   let open = 0;
@@ -92,7 +98,8 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
       peakOpen = Math.max(peakOpen, open);
       runs.push(
         streamedRun(s, o)
-          .then(({ firstDeltaMs, totalMs, callDelayMs }) => {
+          .then(({ firstDeltaMs, totalMs, callDelayMs, runId }) => {
+            byDelay.push({ run: runId, call_delay_ms: Math.round(callDelayMs) });
             firstDelta.push(firstDeltaMs);
             duration.push(totalMs);
             callDelay.push(callDelayMs);
@@ -116,6 +123,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
     first_delta_overhead_ms: percentiles(firstDelta),
     duration_overhead_ms: percentiles(duration),
     call_delay_ms: percentiles(callDelay),
+    slowest: byDelay.sort((a, b) => b.call_delay_ms - a.call_delay_ms).slice(0, 3),
     peak_open_streams: peakOpen,
     peak_provider_calls: s.stub.peakInFlight,
     usage,
@@ -186,4 +194,57 @@ export async function plainBatch(s: Stack, count: number, ms: number): Promise<B
   );
   const seconds = (performance.now() - started) / 1000;
   return { runs: count, run_ms: ms, failures, seconds: Math.round(seconds * 100) / 100, over_one_run: Math.round((seconds * 1000 * 100) / ms) / 100 };
+}
+
+export interface ScaleOutFigures {
+  runs: number;
+  run_ms: number;
+  /** Provider calls in flight at once with one worker process, then with two: the runs the workers held. */
+  one_worker_peak_calls: number;
+  two_workers_peak_calls: number;
+  ratio: number;
+  failures: number;
+}
+
+/** Posts `count` plain runs of `ms` each at once and returns how many provider calls were in flight together. */
+export async function heldAtOnce(s: Stack, count: number, ms: number): Promise<{ peak: number; failures: number }> {
+  s.stub.resetPeak();
+  let failures = 0;
+  await Promise.all(
+    Array.from({ length: count }, async () => {
+      const res = await fetch(`${s.api}/api/v2/responses`, { method: 'POST', headers: s.auth, body: JSON.stringify({ agent: s.agent, input: `Go. ${slowTag(1, ms)}`, timeout_ms: 120_000 }) });
+      const body = (await res.json()) as { status?: string };
+      if (res.status !== 200 || body.status !== 'completed') failures++;
+    }),
+  );
+  return { peak: s.stub.peakInFlight, failures };
+}
+
+/** Held at once by one worker process, then by two (more long runs at once than one worker has slots for, WORKER_MAX_INFLIGHT_RUNS). */
+export function scaleOutFigures(count: number, ms: number, one: { peak: number; failures: number }, two: { peak: number; failures: number }): ScaleOutFigures {
+  return {
+    runs: count,
+    run_ms: ms,
+    one_worker_peak_calls: one.peak,
+    two_workers_peak_calls: two.peak,
+    ratio: Math.round((two.peak / Math.max(1, one.peak)) * 100) / 100,
+    failures: one.failures + two.failures,
+  };
+}
+
+/** A run's workflow history as milliseconds from its start: where a slow run's time went. */
+export async function timeline(runId: string): Promise<string> {
+  const { temporal } = await import('../infra/temporalClient');
+  const events = (await (await temporal()).workflow.getHandle(runId).fetchHistory()).events ?? [];
+  const ms = (t: unknown) => {
+    const { seconds, nanos } = t as { seconds: { toNumber(): number } | number; nanos: number };
+    return (typeof seconds === 'number' ? seconds : seconds.toNumber()) * 1000 + nanos / 1e6;
+  };
+  const start = ms(events[0]?.eventTime);
+  return events
+    .map((e) => {
+      const kind = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? '?';
+      return `${Math.round(ms(e.eventTime) - start)} ${kind.replace('EventAttributes', '')}`;
+    })
+    .join(', ');
 }

@@ -24,6 +24,8 @@ export async function waitFor(what: string, ready: () => Promise<boolean>, timeo
 export class Children {
   private readonly running: { name: string; child: ChildProcess }[] = [];
   private stopping = false;
+  /** Children stopped on purpose mid-bench (stop()), whose exit is no failure. */
+  private readonly retired = new Set<ChildProcess>();
   private fail!: (err: Error) => void;
   readonly died = new Promise<never>((_, reject) => (this.fail = reject));
 
@@ -54,10 +56,16 @@ export class Children {
       if (logTail) tail = logTail();
       const at = this.running.findIndex((r) => r.child === child);
       if (at !== -1) this.running.splice(at, 1);
-      if (!this.stopping) this.fail(new Error(`${name} exited (${signal ?? `code ${code}`}) during the bench:\n${tail}`));
+      if (!this.stopping && !this.retired.has(child)) this.fail(new Error(`${name} exited (${signal ?? `code ${code}`}) during the bench:\n${tail}`));
     });
     this.running.push({ name, child });
     return child;
+  }
+
+  /** Stops one child (SIGTERM, SIGKILL after a grace period) on purpose: its exit fails nothing. */
+  async stop(child: ChildProcess): Promise<void> {
+    this.retired.add(child);
+    await stop(child);
   }
 
   /**

@@ -11,13 +11,15 @@ import type { BatchFigures } from './jobs';
 import type { WebhookFigures } from './webhooks';
 import type { GrowthFigures, GrowthPoint } from './growth';
 import type { StatementFigures } from './statements';
-import type { BatchFigures as LongBatchFigures, OpenLoopFigures, OpenStreamsFigures } from './inflight';
+import type { BatchFigures as LongBatchFigures, OpenLoopFigures, OpenStreamsFigures, ScaleOutFigures } from './inflight';
 
 /** Long runs held at once: the open loop of streamed runs, many open streams, a closed batch of plain runs. */
 export interface InflightMeasured {
   openLoop: OpenLoopFigures;
   openStreams: OpenStreamsFigures;
   batch: LongBatchFigures;
+  /** Runs held at once by one worker process of N slots, then by two (only with --inflight: it replaces the service worker). */
+  scaleOut?: ScaleOutFigures;
 }
 
 /** A phase at concurrency 32: its figures, and what its requests cost each process. */
@@ -72,13 +74,14 @@ const mb = (u: PhaseUsage, name: string) => round2(u.peakRssMb[name] ?? 0);
 function inflightTargets(i: InflightMeasured, target: (name: string, value: number | null, sense: '<=' | '>=', limit: number) => unknown) {
   const o = i.openLoop;
   return [
-    target('inflight_failures', o.failures + i.openStreams.failures + i.batch.failures, '<=', 0),
+    target('inflight_failures', o.failures + i.openStreams.failures + i.batch.failures + (i.scaleOut?.failures ?? 0), '<=', 0),
     target('inflight_first_delta_overhead_p99_ms', o.first_delta_overhead_ms.p99, '<=', 250),
     target('inflight_duration_overhead_p99_ms', o.duration_overhead_ms.p99, '<=', 1000),
     target('inflight_api_rss_mb', mb(o.usage, 'api'), '<=', 200),
     target('inflight_worker_rss_mb', mb(o.usage, 'worker'), '<=', 400),
     target('open_streams_api_redis_connections', i.openStreams.api_redis_connections, '<=', 8),
     target('long_batch_over_one_run', i.batch.over_one_run, '<=', 2),
+    target('two_workers_over_one_held', i.scaleOut?.ratio ?? null, '>=', 1.8),
   ];
 }
 
@@ -91,6 +94,9 @@ function inflightLines(i: InflightMeasured): string[] {
     `  peak RSS api ${mb(o.usage, 'api')} MB, worker ${mb(o.usage, 'worker')} MB; CPU ${cpu(o.usage)}`,
     `open streams: ${i.openStreams.streams} at once, ${i.openStreams.failures} failed; the API held ${i.openStreams.api_redis_connections} Redis connections; peak RSS api ${mb(i.openStreams.usage, 'api')} MB, worker ${mb(i.openStreams.usage, 'worker')} MB`,
     `long batch: ${i.batch.runs} plain runs of ${i.batch.run_ms / 1000} s posted at once: all answered in ${i.batch.seconds} s = ${i.batch.over_one_run}x one run (${i.batch.failures} failed)`,
+    ...(i.scaleOut
+      ? [`scale-out: ${i.scaleOut.runs} plain runs of ${i.scaleOut.run_ms / 1000} s at once: one worker process held ${i.scaleOut.one_worker_peak_calls} calls at once, two held ${i.scaleOut.two_workers_peak_calls} (${i.scaleOut.ratio}x; ${i.scaleOut.failures} failed)`]
+      : []),
   ];
 }
 
@@ -158,6 +164,7 @@ const FAIRNESS = [
 
 /** Prints the table and writes bench/results/latest.json; targets are reported, never asserted. */
 export function report(m: Measured): void {
+  const inflight = m.inflight;
   const overhead = m.stream.c1.extra ?? null;
   const ratios = {
     run_over_floor_p50_c1: ratio(m.run.c1.p50_ms, m.floor.c1.p50_ms),
@@ -175,7 +182,7 @@ export function report(m: Measured): void {
     target('auth_get_over_bare_koa_rps', ratios.auth_get_over_bare_koa_rps, '>=', 0.5),
     target('api_rss_mb_c32', rss.api, '<=', 200),
     target('worker_rss_mb_c32', rss.worker, '<=', 400),
-    ...(m.inflight ? (inflightTargets(m.inflight, makeTarget) as ReturnType<typeof makeTarget>[]) : []),
+    ...(inflight ? (inflightTargets(inflight, makeTarget) as ReturnType<typeof makeTarget>[]) : []),
   ];
 
   const json = {
@@ -202,7 +209,7 @@ export function report(m: Measured): void {
     retrieval: m.retrieval,
     batch: m.batch,
     webhooks: m.webhooks,
-    inflight: m.inflight,
+    inflight,
     rss_mb: rss,
     ratios,
     targets,
@@ -259,7 +266,7 @@ export function report(m: Measured): void {
           '',
         ]
       : []),
-    ...(m.inflight ? [...inflightLines(m.inflight), ''] : []),
+    ...(inflight ? [...inflightLines(inflight), ''] : []),
     'targets (reported, not asserted):',
     ...targets.map(targetLine),
     '',

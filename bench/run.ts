@@ -12,7 +12,7 @@ import { Children, LOG_DIR } from './processes';
 import { report, reportInflight, type InflightMeasured, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
 import { BenchStub } from './stubProvider';
-import { openLoop, openStreams, plainBatch } from './inflight';
+import { heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
 
 /**
  * `npm run bench [-- --quick] [-- --core] [-- --profile]`: starts its own stack, measures the floor (Temporal's own cost), runs,
@@ -38,6 +38,7 @@ const SETTINGS = QUICK
       inflight: { rate: 20, seconds: 15, chunks: 20, waitMs: 500 },
       openStreams: { count: 500, chunks: 10, waitMs: 1000 },
       batch: { runs: 300, ms: 5000 },
+      inflightScaleOut: { runs: 400, ms: 10_000, slots: 200 },
     }
   : {
       c1: { warmup: 30, count: 300 },
@@ -49,6 +50,7 @@ const SETTINGS = QUICK
       inflight: { rate: 20, seconds: 60, chunks: 20, waitMs: 1500 },
       openStreams: { count: 2000, chunks: 10, waitMs: 2000 },
       batch: { runs: 300, ms: 5000 },
+      inflightScaleOut: { runs: 600, ms: 20_000, slots: 300 },
     };
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -59,10 +61,21 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
   const openLoopFigures = await openLoop(s, o);
   const { first_delta_overhead_ms: fd, call_delay_ms: cd } = openLoopFigures;
   log(`inflight: first-delta overhead p50 ${fd.p50} ms, p99 ${fd.p99} ms (before the provider call: p50 ${cd.p50} ms, p99 ${cd.p99} ms), ${openLoopFigures.failures} failed`);
+  for (const { run, call_delay_ms } of openLoopFigures.slowest) log(`  ${run} waited ${call_delay_ms} ms for its call; its history (ms from start): ${await timeline(run).catch((err) => String(err))}`);
   log(`inflight: ${streams.count} streams opened at once, each ${streams.chunks} deltas ${streams.waitMs} ms apart; the API's Redis connections counted while they are open`);
   const streamFigures = await openStreams(s, streams.count, streams);
   log(`inflight: ${b.runs} plain runs of ${b.ms / 1000} s posted at once`);
-  return { openLoop: openLoopFigures, openStreams: streamFigures, batch: await plainBatch(s, b.runs, b.ms) };
+  const batchFigures = await plainBatch(s, b.runs, b.ms);
+  if (!INFLIGHT_ONLY) return { openLoop: openLoopFigures, openStreams: streamFigures, batch: batchFigures };
+  // Last: it replaces the service worker.
+  const { runs, ms, slots } = SETTINGS.inflightScaleOut;
+  const held = async (workers: number) => {
+    await s.replaceWorkers(workers, slots);
+    log(`scale-out: ${runs} plain runs of ${ms / 1000} s at once, on ${workers} worker process(es) of ${slots} slots each`);
+    return heldAtOnce(s, runs, ms);
+  };
+  const one = await held(1);
+  return { openLoop: openLoopFigures, openStreams: streamFigures, batch: batchFigures, scaleOut: scaleOutFigures(runs, ms, one, await held(2)) };
 }
 
 async function measure(s: Stack): Promise<Measured> {

@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
@@ -36,6 +37,11 @@ export interface Stack {
   workerMetrics: string;
   /** Starts a second service worker (as `npm run start:worker` runs it), sampled as worker_2; resolves once it polls agent-runs. */
   addWorker(): Promise<void>;
+  /**
+   * Stops the service worker (and any added one), then starts `count` workers each holding at most
+   * `slots` calls (WORKER_MAX_INFLIGHT_RUNS), sampled as worker_slots_1…; resolves once they all poll.
+   */
+  replaceWorkers(count: number, slots: number): Promise<void>;
 }
 
 /** Whether both the workflow and the activity side of a task queue have a poller. */
@@ -110,7 +116,19 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     const [, ...args] = npmScriptArgs(npmScript);
     const options = args.filter((a) => a.startsWith('--'));
     const profiling = profile ? ['--cpu-prof', '--cpu-prof-dir', path.join(PROFILE_DIR, name)] : [];
-    return children.spawn(name, process.execPath, [...profiling, ...(script ? [...options, ...script] : args)], { ...env, ...extra }).pid!;
+    const child = children.spawn(name, process.execPath, [...profiling, ...(script ? [...options, ...script] : args)], { ...env, ...extra });
+    if (npmScript === 'start:worker' && !script) workers.push(child);
+    return child.pid!;
+  };
+  // The service's worker processes (the floor's is not one), which replaceWorkers() stops.
+  const workers: ChildProcess[] = [];
+  // A started worker is sampled under `name` once it polls agent-runs.
+  const polling = async (pid: number, name: string) => {
+    sampler.watch(name, pid);
+    await waitFor(`worker ${name}`, async () => {
+      const { pollers = [] } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: SERVICE_QUEUE }, taskQueueType: 1 });
+      return pollers.some((p) => p.identity?.startsWith(`${pid}@`));
+    });
   };
   const pids = {
     api: service('api', 'start:api'),
@@ -141,12 +159,11 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     pids: { api: pids.api, worker: pids.worker },
     workerMetrics: `http://127.0.0.1:${workerMetricsPort}/metrics`,
     async addWorker() {
-      const pid = service('worker-2', 'start:worker');
-      sampler.watch('worker_2', pid);
-      await waitFor('the second worker', async () => {
-        const { pollers = [] } = await client.workflowService.describeTaskQueue({ namespace: client.options.namespace, taskQueue: { name: SERVICE_QUEUE }, taskQueueType: 1 });
-        return pollers.some((p) => p.identity?.startsWith(`${pid}@`));
-      });
+      await polling(service('worker-2', 'start:worker'), 'worker_2');
+    },
+    async replaceWorkers(count, slots) {
+      await Promise.all(workers.splice(0).map((w) => children.stop(w)));
+      for (let i = 1; i <= count; i++) await polling(service(`worker-slots-${i}`, 'start:worker', undefined, { WORKER_MAX_INFLIGHT_RUNS: String(slots) }), `worker_slots_${i}`);
     },
   };
 }
