@@ -7,7 +7,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { startRun, type StartedRun } from '../activities/runs';
 import { startRun as startRunWorkflow } from '../workflows/agentRun.client';
 import { db } from '../db/sequelize';
-import { type Answer, call, providerRequests, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
+import { type Answer, call, heldRequests, providerRequests, releaseHeld, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
 
 const api = useApi();
 
@@ -202,12 +202,25 @@ describe('a run whose first reply is final', () => {
 
   it('ends cancelled when cancelled while that call is in flight, even when the reply comes before the call hears of the cancel', async () => {
     const t = await tenant({ scopes: SCOPES });
-    // The cancel reaches a call with its first heartbeat (1 s in): this reply comes first.
-    await scriptModel(t.model, [{ text: 'quick', delayMs: 600 }]);
+    // Held until released just after the cancel: Temporal's cancel reaches the call only with a
+    // heartbeat's answer (seconds apart), so the reply comes first. Cancelled through Temporal, not
+    // the API, so no announcement aborts the call at once (an operator's cancel in the UI).
+    await scriptModel(t.model, [{ text: 'quick', hold: true }]);
     const pending = run(t.key, t.agent, { input: 'quick' });
     const id = await inFirstCall(t);
-    const cancelled = await call(api.url, 'POST', `/api/v2/runs/${id}/cancel`, { key: t.key });
-    expect(cancelled.body).toMatchObject({ id, status: 'cancelled' });
+    await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the call to be held');
+    const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
+    try {
+      await client.workflow.getHandle(id).cancel();
+    } finally {
+      await client.connection.close();
+    }
+    // Once the workflow has recorded the cancel (what the settlement gives way to), the reply comes.
+    await until(async () => {
+      const [row] = await db().query('SELECT 1 AS recorded FROM run_cancel_requests WHERE run_public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
+      return row ? true : undefined;
+    }, 'the cancel to be recorded');
+    await releaseHeld(t.model);
     expect((await pending).body).toMatchObject({ id, status: 'cancelled' });
     expect(await runStatus(id)).toBe('cancelled');
     // The call was not cut short: its reply arrived whole, and the run still ended as the cancel asked.
