@@ -24,6 +24,10 @@ export function validated<T>(schema: yup.Schema<T>, value: unknown): T {
     return schema.validateSync(value ?? {}, { abortEarly: true });
   } catch (err) {
     if (err instanceof yup.ValidationError) throw invalidRequest(err.errors[0] ?? 'Invalid request.');
+    // yup looks each key up among an object schema's fields, and one named after an Object.prototype
+    // member (`constructor`, `__proto__`, …) finds that member and throws: a key no schema declares.
+    const reserved = reservedKeyAt(value);
+    if (reserved !== undefined) throw invalidRequest(`unknown key: ${reserved} (no request takes keys named after Object.prototype's members)`);
     throw err;
   }
 }
@@ -45,8 +49,6 @@ export function validate<S extends Schemas>(schemas: S, refine?: (input: Input<S
     for (const part of ['body', 'query', 'params', 'headers'] as const) {
       const parser = schemas[part];
       if (!parser) continue;
-      const reserved = reservedKeyAt(parts[part]);
-      if (reserved !== undefined) throw invalidRequest(`${reserved} (in the request ${part === 'params' ? 'path' : part}) is a reserved key: no request takes keys named after JavaScript's Object.prototype (__proto__, constructor, toString, …).`);
       const unstorable = unstorableTextAt(parts[part]);
       if (unstorable !== undefined) {
         const where = part === 'params' ? 'path' : part;

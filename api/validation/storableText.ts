@@ -2,9 +2,8 @@
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
- * Keys no request may use: the names on JavaScript's Object.prototype (`__proto__`, `constructor`,
- * `toString`, …). A schema's lookup of such a key finds the prototype's member instead of a field
- * and throws, and `__proto__` is the prototype-pollution key.
+ * The names on JavaScript's Object.prototype (`__proto__`, `constructor`, `toString`, …): a yup
+ * object schema's lookup of such a key among its fields finds the prototype's member and throws.
  */
 const RESERVED_KEYS: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
 
