@@ -11,12 +11,20 @@ const QUIET = new Set(['/healthz', '/readyz', '/metrics']);
 
 let tracer: Tracer | undefined;
 
+/** A path segment that is a signed grant (domain/grants.ts): the whole credential of a document transfer. */
+const GRANT_SEGMENT = /\/g1\.[^/]*/g;
+
+/** The path as logs and spans may keep it: a transfer grant in it is replaced by `{token}`. */
+export function loggablePath(path: string): string {
+  return path.replace(GRANT_SEGMENT, '/{token}');
+}
+
 /** The request's server span, continuing the caller's `traceparent`: an invalid one extracts to nothing, and the span starts a trace. */
 function serverSpan(ctx: ParameterizedContext<AppState>): { span: Span; active: Context } {
   // Installed before the first extraction, which needs its propagator.
   tracer ??= startTracing('agent-execution-api').tracer;
   const parent = propagation.extract(ROOT_CONTEXT, ctx.headers);
-  const span = tracer.startSpan(ctx.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': ctx.method, 'url.path': ctx.path } }, parent);
+  const span = tracer.startSpan(ctx.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': ctx.method, 'url.path': loggablePath(ctx.path) } }, parent);
   return { span, active: trace.setSpan(parent, span) };
 }
 
@@ -49,7 +57,7 @@ export const requestContext: Middleware<AppState> = async (ctx, next) => {
       if (ctx.status >= 500) traced.span.setStatus({ code: SpanStatusCode.ERROR });
       traced.span.end();
       logger.info(
-        { request_id: requestId, trace_id: ctx.state.traceId, run_id: ctx.state.runId, method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 },
+        { request_id: requestId, trace_id: ctx.state.traceId, run_id: ctx.state.runId, method: ctx.method, path: loggablePath(ctx.path), status: ctx.status, ms: Math.round(ms * 10) / 10 },
         'request',
       );
     }
