@@ -72,13 +72,21 @@ export function signInPages(router: Router<PageState>): void {
   });
 
   router.post('/dashboard/setup', async (ctx) => {
+    refuseBlockedAddress(ctx);
     const form = await readForm(ctx);
     checkFormToken(ctx, form);
     const token = form.get('token') ?? '';
+    // The link is looked up before the password is hashed (about 128 MiB and 0.1 s in a bounded slot):
+    // an unknown one costs a lookup and counts against the address, as a failed sign-in does.
+    if (!(await findMemberBySetupToken(tokenHash(token)))) {
+      await recordAuthFailure(ctx.ip);
+      throw unusableLink();
+    }
     const password = form.get('password') ?? '';
     const problem =
       password.length < MIN_PASSWORD_LENGTH ? `Use at least ${MIN_PASSWORD_LENGTH} characters.` : password !== form.get('confirm') ? 'The two passwords differ.' : undefined;
     if (problem) return render(ctx, 'setup', { title: 'Choose a password', token, formToken: issueFormToken(ctx), minLength: MIN_PASSWORD_LENGTH, error: problem }, 400);
+    // Still one statement that consumes the link: two submissions of one link set one password.
     const member = await completeSetup(tokenHash(token), await withPasswordSlot(() => hashPassword(password)));
     if (!member) throw unusableLink();
     await startSession(ctx, member.id);
