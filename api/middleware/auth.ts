@@ -38,7 +38,7 @@ export interface Authorization<S extends AppState> {
  */
 export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S> {
   return async (ctx, next) => {
-    const principal = await authenticateFrom(ctx.ip, ctx.get('Authorization') !== '' || ctx.cookies.get(SESSION_COOKIE) !== undefined, () => credentialOf(ctx));
+    const principal = await authenticateFrom(ctx.ip, ctx.get('Authorization') !== '' || ctx.cookies.get(SESSION_COOKIE) !== undefined, (knownOnly) => credentialOf(ctx, knownOnly));
     if (a.scopes !== 'any') requireScope(principal, a.scopes);
     ctx.state.principal = principal;
     ctx.state.endpoint = a.endpoint;
@@ -60,33 +60,36 @@ export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S
  */
 export function bearerPrincipal(ctx: Context, audience: 'api' | 'mcp'): Promise<Principal> {
   const authorization = ctx.get('Authorization');
-  return authenticateFrom(ctx.ip, authorization !== '', () => authenticate(authorization, audience));
+  return authenticateFrom(ctx.ip, authorization !== '', (knownOnly) => authenticate(authorization, audience, { knownOnly }));
 }
 
 /**
  * The request's credential: a bearer key when one is sent, else a dashboard session cookie (whose
  * unsafe requests must also carry the session's CSRF token).
  */
-async function credentialOf(ctx: Context): Promise<Principal> {
+async function credentialOf(ctx: Context, knownOnly: boolean): Promise<Principal> {
   const authorization = ctx.get('Authorization');
   // Only the MCP dispatcher injects requests (in process): its tool calls carry a token for /mcp.
-  if (isInjection(ctx.req)) return authenticate(authorization, 'mcp');
-  if (authorization !== '' || !ctx.cookies.get(SESSION_COOKIE)) return authenticate(authorization);
+  if (isInjection(ctx.req)) return authenticate(authorization, 'mcp', { knownOnly });
+  if (authorization !== '' || !ctx.cookies.get(SESSION_COOKIE)) return authenticate(authorization, 'api', { knownOnly });
   const session = await currentSession(ctx);
   if (!session) throw new ServiceError('authentication_error', 'The dashboard session has ended or is unknown: sign in again.');
   requireCsrf(ctx, session, ctx.get(CSRF_HEADER) || undefined);
   return sessionPrincipal(session);
 }
 
-/** Authenticates, refusing a client address that failed too often, and counting this failure if it fails. */
-async function authenticateFrom(address: string, sent: boolean, resolve: () => Promise<Principal>): Promise<Principal> {
+/**
+ * Authenticates, counting this failure against the client address if it fails. An address that
+ * failed too often is still served for credentials already known to be valid (a key this process has
+ * resolved, a live session): customers behind one NAT or proxy are not locked out by whoever shares
+ * it. Anything else from it is refused 429 without a lookup.
+ */
+async function authenticateFrom(address: string, sent: boolean, resolve: (knownOnly: boolean) => Promise<Principal>): Promise<Principal> {
   const wait = addressRefusedFor(address);
-  if (wait !== undefined) {
-    throw new ServiceError('rate_limited', 'Too many failed authentications from this address; retry after the window ends.', { 'Retry-After': String(wait) });
-  }
   try {
-    return await resolve();
+    return await resolve(wait !== undefined);
   } catch (err) {
+    if (wait !== undefined) throw new ServiceError('rate_limited', 'Too many failed authentications from this address; retry after the window ends.', { 'Retry-After': String(wait) });
     // A credential that does not resolve is a guess; a request that sent none is not probing anything.
     if (err instanceof ServiceError && err.code === 'authentication_error' && sent) await recordAuthFailure(address);
     throw err;
