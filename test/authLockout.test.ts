@@ -1,19 +1,9 @@
 import { randomInt } from 'node:crypto';
 import { setClock } from '../domain/clock';
-import { resetConfig } from '../infra/config';
-import { call, closeAll, startApi, tenant } from './support/stack';
+import { call, tenant, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  process.env.AUTH_FAILURE_LIMIT = '2';
-  resetConfig();
-  api = await startApi();
-});
-afterAll(async () => {
-  setClock();
-  await api.close();
-  await closeAll();
-});
+process.env.AUTH_FAILURE_LIMIT = '2';
+const api = useApi();
 
 const unknownKey = () => `tgcc_${randomInt(1e12).toString().padStart(43, 'y')}`;
 

@@ -1,20 +1,10 @@
 import { randomInt } from 'node:crypto';
 import { setClock } from '../domain/clock';
 import { withPasswordSlot } from '../api/dashboard/passwordSlots';
-import { resetConfig } from '../infra/config';
-import { closeAll, startApi } from './support/stack';
+import { useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  process.env.AUTH_FAILURE_LIMIT = '2';
-  resetConfig();
-  api = await startApi();
-});
-afterAll(async () => {
-  setClock();
-  await api.close();
-  await closeAll();
-});
+process.env.AUTH_FAILURE_LIMIT = '2';
+const api = useApi();
 
 /** A set-up form post as a browser sends it, from `address`: the form cookie and token from the sign-in page first. */
 async function postSetup(address: string, token: string): Promise<Response> {

@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import { closeAll, startApi } from './support/stack';
+import { useApi } from './support/stack';
 
 /** One request by node:http (fetch refuses TRACE): status, headers and the JSON body. */
 function send(method: string, path: string): Promise<{ status: number; allow?: string; body: any }> {
@@ -14,14 +14,7 @@ function send(method: string, path: string): Promise<{ status: number; allow?: s
   });
 }
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 describe('methods', () => {
   it.each([

@@ -1,13 +1,6 @@
-import { call, closeAll, startApi } from './support/stack';
+import { call, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 /**
  * A key named after Object.prototype's members (`__proto__`, `constructor`, `toString`, …) made a yup

@@ -1,14 +1,7 @@
 import { logger } from '../infra/logger';
-import { call, closeAll, startApi } from './support/stack';
+import { call, useApi } from './support/stack';
 
-let api: { url: string; close(): Promise<void> };
-beforeAll(async () => {
-  api = await startApi();
-});
-afterAll(async () => {
-  await api.close();
-  await closeAll();
-});
+const api = useApi();
 
 describe('document transfer grants', () => {
   it('never reach the access log: the grant segment of an upload or download path is logged as {token}', async () => {
