@@ -14,9 +14,6 @@ export async function startApi(): Promise<{ url: string; close(): Promise<void> 
   const server: Server = await new Promise((resolve) => {
     const s = createApp().listen(0, '127.0.0.1', () => resolve(s));
   });
-  // The client (fetch) drops an idle connection after 4 s; the server keeps it far longer, so it never
-  // closes one just as a request is sent on it (ECONNRESET), even after this process was busy for seconds.
-  server.keepAliveTimeout = 65_000;
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () =>
