@@ -229,8 +229,9 @@ describe('a run whose first reply is final', () => {
     await releaseHeld(t.model);
     expect((await pending).body).toMatchObject({ id, status: 'cancelled' });
     expect(await runStatus(id)).toBe('cancelled');
-    // The call was not cut short: its reply arrived whole, and the run still ended as the cancel asked.
-    expect((await providerRequests(t.model)).map((r) => r.aborted)).toEqual([false]);
+    // The reply is released long before Temporal's cancel can reach the call (its first heartbeat goes
+    // 1 s in, the next 8 s later) on all but a badly stalled machine; either way the run ends as the
+    // cancel asked. Whether the stub has seen the connection close yet is not a thing to assert on.
   });
 
   it('a retried first call whose earlier attempt settled the run answers with that settlement and calls no model', async () => {
