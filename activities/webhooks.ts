@@ -11,7 +11,7 @@ import { logger } from '../infra/logger';
 import { postToTarget, TargetRefused } from '../infra/outboundTarget';
 import { admitDelivery } from './deliveryRate';
 
-/** `superseded`: a resend took the delivery over (or it is no longer pending): this run stops, attempting nothing. */
+/** `superseded`: a resend took the delivery over, or another run finished it: this run stops, attempting nothing more. */
 export type AttemptOutcome = AttemptVerdict | { kind: 'skipped' } | { kind: 'superseded' };
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
@@ -79,9 +79,12 @@ const RECORDED: Record<Exclude<DeliveryStatus, 'pending'>, AttemptOutcome> = { s
 export async function attemptDelivery(a: { deliveryId: string; generation: number; attempt: number; last: boolean; heldMs: number }): Promise<AttemptOutcome> {
   const d = await deliveryForAttempt(a.deliveryId);
   if (!d) throw new Error(`delivery ${a.deliveryId} is not recorded`);
-  if (d.generation !== a.generation) return { kind: 'superseded' };
-  // Already recorded (this activity retried after its commit): the outcome it had.
-  if (d.status !== 'pending') return RECORDED[d.status];
+  if (d.generation !== a.generation) return stopped('superseded', d, a.attempt, { kind: 'superseded' });
+  if (d.status !== 'pending') {
+    // This very attempt recorded (the activity retried after its commit): the outcome it had, as it was.
+    if (d.attempts >= a.attempt) return RECORDED[d.status];
+    return stopped('not_pending', d, a.attempt, RECORDED[d.status]);
+  }
   if (d.endpointDeleted || d.endpointStatus !== 'active') {
     await skipDelivery(d.publicId, d.generation);
     return { kind: 'skipped' };
@@ -93,8 +96,20 @@ export async function attemptDelivery(a: { deliveryId: string; generation: numbe
     failurePolicy(),
   );
   Context.current().metricMeter.createCounter('aes_webhook_attempts', 'attempts', 'Webhook delivery attempts, by outcome (delivered, rejected, retry).').add(1, { outcome: sent.verdict.kind });
+  // Finished or reopened while this attempt was on its way: the attempt was made, but the delivery's record is another run's.
+  if (disabled === undefined) return stopped('finished_meanwhile', d, a.attempt, { kind: 'superseded' });
   if (disabled) logger.warn({ endpoint: d.endpointPublicId, delivery: d.publicId }, 'webhook endpoint disabled: every attempt failed for the configured period');
   return sent.verdict;
+}
+
+/**
+ * A delivery run that stops short of its attempt, because the delivery is no longer this run's to
+ * send (a resend superseded it, or it was finished by another run), says so: a log line and a count.
+ */
+function stopped(reason: 'superseded' | 'not_pending' | 'finished_meanwhile', d: DeliveryForAttempt, attempt: number, outcome: AttemptOutcome): AttemptOutcome {
+  logger.warn({ delivery: d.publicId, generation: d.generation, status: d.status, attempt, reason }, 'webhook delivery run stopped: the delivery is no longer pending in its generation');
+  Context.current().metricMeter.createCounter('aes_webhook_runs_stopped', 'runs', 'Webhook delivery runs stopped because their delivery was no longer pending in their generation, by reason.').add(1, { reason });
+  return outcome;
 }
 
 /**

@@ -96,7 +96,19 @@ const UNSTARTED = statement(
     WHERE m.workspace_id IS NOT NULL
     ORDER BY d.turn, d.id LIMIT $1`,
 );
-const MARK_STARTED = statement('UPDATE webhook_deliveries SET started = true WHERE public_id = $1 AND generation = $2');
+// A claim is one conditional update: a delivery not yet started, or one this namespace claimed itself
+// (its start is idempotent there), so two namespaces' dispatchers never both start a generation.
+const CLAIM = statement(
+  `UPDATE webhook_deliveries SET started = true, claimed_by = $3, claimed_at = now()
+    WHERE public_id = $1 AND generation = $2 AND status = 'pending' AND (NOT started OR claimed_by = $3)`,
+);
+// Claimed here but never attempted, a while ago: a crash (or a failed start) between claim and start.
+const STALE_CLAIMS = statement(
+  `SELECT d.public_id AS "publicId", w.public_id AS "workspacePublicId", d.attempts, d.generation
+     FROM webhook_deliveries d JOIN workspaces w ON w.id = d.workspace_id
+    WHERE d.started AND d.status = 'pending' AND d.claimed_by = $1 AND d.claimed_at < now() - make_interval(secs => $2) AND d.attempts = 0
+    ORDER BY d.claimed_at LIMIT $3`,
+);
 
 /** A delivery as its workflow is started: id, the merchant's workspace (a search attribute), the attempts it has had, its generation. */
 export interface DeliveryToStart {
@@ -114,13 +126,22 @@ export function unstartedDeliveries(limit: number, on: Sql = sql): Promise<Deliv
   return on.rows<DeliveryToStart>(UNSTARTED, [limit, PER_MERCHANT]);
 }
 
-/** Marks a delivery's workflow started, unless the delivery was reopened since (a newer generation waits for its own start). */
-export async function markStarted(d: DeliveryToStart, on: Sql = sql): Promise<void> {
-  await on.rowCount(MARK_STARTED, [d.publicId, d.generation]);
+/** Deliveries `namespace` claimed over `olderThanS` ago and never attempted: their start may not have happened. */
+export function staleClaims(namespace: string, olderThanS: number, limit: number, on: Sql = sql): Promise<DeliveryToStart[]> {
+  return on.rows<DeliveryToStart>(STALE_CLAIMS, [namespace, olderThanS, limit]);
+}
+
+/**
+ * Claims a delivery's generation for `namespace`'s dispatcher before its workflow is started: false
+ * when another namespace holds it, or it was reopened or finished meanwhile. The claim is never given
+ * back: a start that failed is made again by the same namespace (staleClaims), never by another.
+ */
+export async function claimDelivery(d: DeliveryToStart, namespace: string, on: Sql = sql): Promise<boolean> {
+  return (await on.rowCount(CLAIM, [d.publicId, d.generation, namespace])) === 1;
 }
 
 const FOR_ATTEMPT = statement(
-  `SELECT d.id, d.public_id AS "publicId", d.status, d.generation, d.partner_id AS "partnerId", d.workspace_id AS "workspaceId",
+  `SELECT d.id, d.public_id AS "publicId", d.status, d.generation, d.attempts, d.partner_id AS "partnerId", d.workspace_id AS "workspaceId",
           e.public_id AS "endpointPublicId", e.id AS "endpointId", e.url, e.status AS "endpointStatus", e.deleted_at IS NOT NULL AS "endpointDeleted",
           e.api_version AS "apiVersion", e.secret, e.previous_secrets,
           o.public_id AS "eventPublicId", o.type AS "eventType", o.envelope, p.webhook_rate AS "partnerRate"
@@ -136,6 +157,8 @@ export interface DeliveryForAttempt extends SealedSecrets {
   publicId: string;
   status: DeliveryStatus;
   generation: number;
+  /** The highest attempt number recorded. */
+  attempts: number;
   partnerId: number;
   workspaceId: number;
   endpointPublicId: string;
@@ -156,17 +179,15 @@ export async function deliveryForAttempt(publicId: string, on: Sql = sql): Promi
   return row;
 }
 
-// An attempt of a generation a resend has superseded meanwhile is not recorded: its number belongs to the new one.
 const INSERT_ATTEMPT = statement(
   `INSERT INTO webhook_attempts (delivery_id, attempt, status_code, latency_ms, error, held_ms)
-   SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = $1 AND generation = $7)
-   ON CONFLICT (delivery_id, attempt) DO NOTHING`,
+   VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (delivery_id, attempt) DO NOTHING`,
 );
 const RECORD_ON_DELIVERY = statement(
   `UPDATE webhook_deliveries
       SET attempts = GREATEST(attempts, $2), last_status_code = $3, last_latency_ms = $4, last_error = $5, last_attempt_at = now(),
           status = $6, completed_at = CASE WHEN $6 = 'pending' THEN NULL ELSE now() END
-    WHERE id = $1 AND generation = $7`,
+    WHERE id = $1 AND generation = $7 AND status = 'pending'`,
 );
 const ENDPOINT_SUCCEEDED = statement('UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL');
 // A streak of failures starts at the first failure after a success, or after a gap with no failure
@@ -207,12 +228,15 @@ export interface FailurePolicy {
 
 /**
  * Records one attempt, the delivery's state after it and the endpoint's failure streak, together.
- * Returns whether this attempt disabled the endpoint.
+ * The delivery's row goes first and only while it is pending in this generation: its lock orders
+ * concurrent recorders, and a finished status is never overwritten, nor an attempt added to it (a
+ * resend's generation numbers its own). Undefined when nothing was recorded; else whether this
+ * attempt disabled the endpoint.
  */
-export function recordAttempt(a: AttemptRecord, policy: FailurePolicy): Promise<boolean> {
+export function recordAttempt(a: AttemptRecord, policy: FailurePolicy): Promise<boolean | undefined> {
   return transaction(async (tx) => {
-    await tx.rowCount(INSERT_ATTEMPT, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.heldMs, a.generation]);
-    await tx.rowCount(RECORD_ON_DELIVERY, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.status, a.generation]);
+    if ((await tx.rowCount(RECORD_ON_DELIVERY, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.status, a.generation])) === 0) return undefined;
+    await tx.rowCount(INSERT_ATTEMPT, [a.deliveryId, a.attempt, a.statusCode, a.latencyMs, a.error, a.heldMs]);
     if (a.delivered) {
       await tx.rowCount(ENDPOINT_SUCCEEDED, [a.endpointId]);
       return false;
@@ -230,11 +254,11 @@ export async function skipDelivery(publicId: string, generation: number, on: Sql
 }
 
 const REOPEN = statement(
-  `UPDATE webhook_deliveries SET status = 'pending', completed_at = NULL, started = false, generation = generation + 1
+  `UPDATE webhook_deliveries SET status = 'pending', completed_at = NULL, started = false, claimed_by = NULL, claimed_at = NULL, generation = generation + 1
     WHERE public_id = ANY($1::text[]) AND status <> 'pending' RETURNING public_id AS "publicId"`,
 );
 const REOPEN_STRANDED = statement(
-  `UPDATE webhook_deliveries SET started = false, generation = generation + 1 WHERE public_id = $1 AND status = 'pending' AND generation = $2 RETURNING public_id`,
+  `UPDATE webhook_deliveries SET started = false, claimed_by = NULL, claimed_at = NULL, generation = generation + 1 WHERE public_id = $1 AND status = 'pending' AND generation = $2 RETURNING public_id`,
 );
 
 /**

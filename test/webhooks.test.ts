@@ -17,6 +17,7 @@ import { checkTarget, postToTarget, TargetRefused, type Resolver } from '../infr
 import { dataConverter } from '../infra/payloadCodec';
 import { deliveryHeaders } from '../activities/webhooks';
 import { DISPATCHER_SCHEDULE_ID } from '../workflows/outboxDispatcher.client';
+import { startDelivery } from '../workflows/webhookDelivery.client';
 import { call, useApi } from './support/stack';
 import { WebhookReceiver, type Received } from './support/webhookReceiver';
 
@@ -196,6 +197,29 @@ describe('partner webhook deliveries', () => {
       expect(receiver.at(e.path).map((r) => r.headers['x-service-attempt'])).toEqual(['1', '2']);
       // The resend is a workflow of its own: the delivery id and its generation.
       expect(await client.workflow.getHandle(`${id}-resend-1`).result()).toBe('succeeded');
+    } finally {
+      await client.connection.close();
+    }
+  });
+
+  it('a delivery run that finds its delivery no longer pending stops, logged and counted', async () => {
+    const stopped = async () => Number(/aes_webhook_runs_stopped_total\{[^}]*reason="not_pending"[^}]*\} (\d+)/.exec(await (await fetch(process.env.TEST_WORKER_METRICS_URL!)).text())?.[1] ?? 0);
+    const before = await stopped();
+    const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
+    try {
+      const p = await partner();
+      const e = await endpoint(p.key);
+      // A disabled endpoint's delivery is recorded skipped, never started by the dispatcher: this test starts
+      // its run itself, as a second deployment's dispatcher would without the database's claim.
+      await db().query("UPDATE webhook_endpoints SET status = 'disabled' WHERE public_id = :id", { replacements: { id: e.id } });
+      await emit(p.merchants[0], p.id);
+      const [d] = await waitFor(async () => ((await deliveries(p.key)).data.length ? (await deliveries(p.key)).data : undefined), 'the skipped delivery');
+      expect(d.status).toBe('skipped');
+      await startDelivery(client, { deliveryId: d.id, generation: 0, workspacePublicId: p.merchants[0].publicId, firstAttempt: 1, retryDelaysMs: [500] });
+      expect(await client.workflow.getHandle(d.id).result()).toBe('skipped');
+      expect(receiver.at(e.path)).toEqual([]);
+      // The exporter refreshes about once a second.
+      await waitFor(async () => (await stopped()) > before, 'the stopped run to be counted');
     } finally {
       await client.connection.close();
     }
