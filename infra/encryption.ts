@@ -70,3 +70,11 @@ export function open(bytes: Uint8Array, keys: KeyRing = keyRing()): Buffer {
   decipher.setAuthTag(tag);
   return Buffer.concat([decipher.update(buf.subarray(at)), decipher.final()]);
 }
+
+/**
+ * Names the active key without revealing it: its id and a hash of its bytes (the development key's id
+ * is `dev` whatever SIGNING_SECRET it comes from). What a Schedule was sealed with is recorded as this.
+ */
+export function activeKeyFingerprint(keys: KeyRing = keyRing()): string {
+  return `${keys.active.id}:${createHash('sha256').update(keys.active.key).digest('hex').slice(0, 16)}`;
+}

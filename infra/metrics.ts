@@ -60,3 +60,9 @@ export const rateLimited = new Counter({
   labelNames: ['dimension'] as const,
   registers: [registry],
 });
+
+export const payloadOpenFailures = new Counter({
+  name: 'aes_payload_open_failures_total',
+  help: 'Temporal payloads this process could not open with PAYLOAD_ENCRYPTION_KEYS (workers count theirs on their own endpoint).',
+  registers: [registry],
+});

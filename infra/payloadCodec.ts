@@ -1,6 +1,7 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import { isSealed, open, seal } from './encryption';
+import { reportUnopenable } from './unopenablePayloads';
 
 const ENCODING = 'binary/encrypted';
 const encoder = new TextEncoder();
@@ -28,5 +29,18 @@ export const payloadCodec: PayloadCodec = {
   },
 };
 
+/** The service's own reads of payloads: one it cannot open is reported (the codec endpoint, a viewer, only answers 400). */
+const reportingCodec: PayloadCodec = {
+  encode: (payloads) => payloadCodec.encode(payloads),
+  async decode(payloads: Payload[]): Promise<Payload[]> {
+    try {
+      return await payloadCodec.decode(payloads);
+    } catch (err) {
+      reportUnopenable(err);
+      throw err;
+    }
+  },
+};
+
 /** The data converter every Temporal client and worker of the service uses. */
-export const dataConverter = { payloadCodecs: [payloadCodec] };
+export const dataConverter = { payloadCodecs: [reportingCodec] };

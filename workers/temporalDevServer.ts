@@ -39,14 +39,15 @@ export function answers(port: number): Promise<boolean> {
 }
 
 /**
- * An in-memory, headless Temporal dev server on free ports (the test suite's and the bench's).
- * Resolves once its frontend answers; a server that exits first rejects with the end of its log.
+ * An in-memory, headless Temporal dev server on free ports (the test suite's and the bench's), with
+ * `namespaces` besides `default`. Resolves once its frontend answers; a server that exits first
+ * rejects with the end of its log.
  */
-export async function startDevServer(): Promise<{ address: string; process: ChildProcess }> {
+export async function startDevServer(namespaces: string[] = []): Promise<{ address: string; process: ChildProcess }> {
   const [port, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const child = spawn(
     TEMPORAL_CLI,
-    ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--http-port', String(httpPort), '--metrics-port', String(metricsPort), '--log-level', 'error', ...devServerFlags()],
+    ['server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(port), '--http-port', String(httpPort), '--metrics-port', String(metricsPort), '--log-level', 'error', ...devServerFlags(), ...namespaces.flatMap((n) => ['--namespace', n])],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   // Its log is read only when it fails to start; at shutdown it complains about closing shards.

@@ -6,6 +6,7 @@ import { logger } from '../infra/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle, workflowSinks } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
+import { countUnopenableWith } from '../infra/unopenablePayloads';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
 import { ensureOutboxDispatcher } from '../workflows/outboxDispatcher.client';
@@ -31,6 +32,7 @@ export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const port = config().workerMetricsPort;
+  countUnopenableWith(() => Runtime.instance().metricMeter.createCounter('aes_payload_open_failures', 'payloads', 'Temporal payloads this worker could not open with PAYLOAD_ENCRYPTION_KEYS.').add(1));
   Runtime.install({
     logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message)),
     ...(port !== undefined && {

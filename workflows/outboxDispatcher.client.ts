@@ -1,4 +1,5 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
+import { ensureSchedule } from './ensureSchedule';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { DISPATCH_EVERY_MS } from './timings';
 
@@ -7,28 +8,24 @@ export const DISPATCHER_SCHEDULE_ID = 'outbox-dispatcher';
 const QUEUE: TaskQueue = 'webhooks';
 
 /**
- * Creates the dispatcher's Schedule unless it exists, and starts its first run at once: every worker
+ * Creates the dispatcher's Schedule unless it exists (or remakes it under a new payload key), and starts its first run at once: every worker
  * that polls `webhooks` calls this at start, so a deployment has it without a separate step. Each run
  * lasts one interval; BUFFER_ONE starts the next as soon as it ends.
  */
 export async function ensureOutboxDispatcher(client: Client): Promise<void> {
-  try {
-    await client.schedule.create({
-      scheduleId: DISPATCHER_SCHEDULE_ID,
-      spec: { intervals: [{ every: DISPATCH_EVERY_MS }] },
-      policies: { overlap: ScheduleOverlapPolicy.BUFFER_ONE },
-      state: { triggerImmediately: true },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'outboxDispatcher',
-        workflowId: DISPATCHER_SCHEDULE_ID,
-        taskQueue: QUEUE,
-        args: [],
-        workflowExecutionTimeout: DISPATCH_EVERY_MS * 10,
-        typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'outbox_dispatcher' }],
-      },
-    });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-  }
+  await ensureSchedule(client, {
+    scheduleId: DISPATCHER_SCHEDULE_ID,
+    spec: { intervals: [{ every: DISPATCH_EVERY_MS }] },
+    policies: { overlap: ScheduleOverlapPolicy.BUFFER_ONE },
+    state: { triggerImmediately: true },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'outboxDispatcher',
+      workflowId: DISPATCHER_SCHEDULE_ID,
+      taskQueue: QUEUE,
+      args: [],
+      workflowExecutionTimeout: DISPATCH_EVERY_MS * 10,
+      typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'outbox_dispatcher' }],
+    },
+  });
 }

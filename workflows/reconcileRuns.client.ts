@@ -1,5 +1,6 @@
-import { ScheduleAlreadyRunning, ScheduleOverlapPolicy, type Client, type WorkflowResultType } from '@temporalio/client';
+import { ScheduleOverlapPolicy, type Client, type WorkflowResultType } from '@temporalio/client';
 import type { reconcileRuns } from './reconcileRuns';
+import { ensureSchedule } from './ensureSchedule';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { RECONCILE_EVERY_MS } from './timings';
 
@@ -8,28 +9,24 @@ export const RECONCILE_SCHEDULE_ID = 'reconcile-runs';
 const QUEUE: TaskQueue = 'background';
 
 /**
- * Creates the reconciler's Schedule unless it exists: every worker that polls `background` calls
+ * Creates the reconciler's Schedule unless it exists (or remakes it under a new payload key): every worker that polls `background` calls
  * this at start, so a new deployment has it without a separate step. One run at a time (SKIP).
  */
 export async function ensureReconcileSchedule(client: Client): Promise<void> {
-  try {
-    await client.schedule.create({
-      scheduleId: RECONCILE_SCHEDULE_ID,
-      spec: { intervals: [{ every: RECONCILE_EVERY_MS }] },
-      policies: { overlap: ScheduleOverlapPolicy.SKIP },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'reconcileRuns',
-        workflowId: RECONCILE_SCHEDULE_ID,
-        taskQueue: QUEUE,
-        args: [],
-        workflowExecutionTimeout: RECONCILE_EVERY_MS * 10,
-        typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'reconcile' }],
-      },
-    });
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-  }
+  await ensureSchedule(client, {
+    scheduleId: RECONCILE_SCHEDULE_ID,
+    spec: { intervals: [{ every: RECONCILE_EVERY_MS }] },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'reconcileRuns',
+      workflowId: RECONCILE_SCHEDULE_ID,
+      taskQueue: QUEUE,
+      args: [],
+      workflowExecutionTimeout: RECONCILE_EVERY_MS * 10,
+      typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'reconcile' }],
+    },
+  });
 }
 
 /** Runs the reconciler once now and waits for what it settled (operators, and tests with a younger age). */

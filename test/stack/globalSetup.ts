@@ -4,13 +4,16 @@ import { StubProvider } from './stubProvider';
 import { startS3Server } from './s3Server';
 import type { StackHandles } from './globalTeardown';
 
+const SPARE_NAMESPACES = ['aes-blue', 'aes-green', 'aes-rekey'];
+
 /**
  * The real stack for the whole test run: an in-memory Temporal dev server, a fresh PostgreSQL
  * database with every migration, the stub provider, and one worker polling every task queue.
  * Test files inherit the environment set here and start their own in-process API.
  */
 export default async function globalSetup(): Promise<void> {
-  const [temporal, s3] = await Promise.all([startDevServer(), startS3Server()]);
+  // Namespaces of their own for tests of deployments beside the stack's (test/deliveryNamespaces.test.ts).
+  const [temporal, s3] = await Promise.all([startDevServer(SPARE_NAMESPACES), startS3Server()]);
   const stub = new StubProvider();
   const stubUrl = await stub.start();
   const database = `aes_test_${randomBytes(4).toString('hex')}`;
@@ -34,6 +37,7 @@ export default async function globalSetup(): Promise<void> {
     // Test files play clients at many addresses through X-Forwarded-For, as if behind one proxy;
     // test/clientAddress.test.ts checks the default (no proxy: the header is ignored).
     TRUST_PROXY_HOPS: '1',
+    TEST_SPARE_NAMESPACES: SPARE_NAMESPACES.join(','),
   });
   // Imported only now, so the modules read the environment above.
   const { migrate } = await import('../../db/migrate');

@@ -4,7 +4,7 @@ import { json, operation, type Resource } from '../operation';
 const check = oneOfValues(['ok', 'unavailable']);
 const readiness = {
   oneOf: [
-    closed({ status: oneOfValues(['ready', 'degraded', 'unavailable']), checks: closed({ postgres: check, redis: check, temporal: check }) }),
+    closed({ status: oneOfValues(['ready', 'degraded', 'unavailable']), checks: closed({ postgres: check, redis: check, temporal: check, payloads: constant('unopenable') }, { optional: ['payloads'] }) }),
     closed({ status: constant('shutting_down') }),
   ],
 };
@@ -25,7 +25,8 @@ export const health: Resource = {
       get: operation('get', {
         id: 'getReadiness',
         summary: 'Readiness',
-        description: 'Whether this instance can serve: PostgreSQL and Temporal are needed; without Redis it still serves reads (`degraded`). Shutting down, it is not ready at once.',
+        description:
+          'Whether this instance can serve: PostgreSQL and Temporal are needed; without Redis it still serves reads (`degraded`). Shutting down, it is not ready at once. `checks.payloads` is `unopenable` (and the instance not ready) for 10 minutes after a process of this deployment met a Temporal payload sealed with a key PAYLOAD_ENCRYPTION_KEYS no longer holds.',
         tag: 'Operations',
         access: { credential: 'none' },
         responses: { '200': json('Ready (`ready` or `degraded`).', readiness), '503': json('Not ready (`unavailable` or `shutting_down`).', readiness) },

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import { ping } from '../../../db/sql';
 import { redis } from '../../../db/redis';
 import { temporal } from '../../../infra/temporalClient';
+import { unopenableSince } from '../../../infra/unopenablePayloads';
 import { isShuttingDown } from '../../shutdown';
 import type { AppState } from '../../state';
 
@@ -24,7 +25,9 @@ async function check(probe: () => Promise<unknown>): Promise<'ok' | 'unavailable
  * GET /healthz: the process is up. GET /readyz: whether this instance can serve, else 503.
  * PostgreSQL and Temporal are needed by every endpoint that does anything; without Redis the
  * instance still serves reads (runs, logs, conversations), so a Redis blip reports `degraded`
- * instead of taking every instance out of rotation. Shutting down, it is not ready at once.
+ * instead of taking every instance out of rotation. Shutting down, it is not ready at once. A payload
+ * the deployment could not open lately (infra/unopenablePayloads.ts) fails the check: some workflow is
+ * stuck until its key is back, and no other signal would reach whoever rotates instances.
  */
 export function healthRoutes(router: Router<AppState>): void {
   router.get('/healthz', (ctx) => {
@@ -36,13 +39,14 @@ export function healthRoutes(router: Router<AppState>): void {
       ctx.body = { status: 'shutting_down' };
       return;
     }
-    const [postgres, redisStatus, temporalStatus] = await Promise.all([
+    const [postgres, redisStatus, temporalStatus, unopenable] = await Promise.all([
       check(ping),
       check(() => redis().ping()),
       check(async () => (await temporal()).workflowService.getSystemInfo({})),
+      within(unopenableSince()).catch(() => undefined),
     ]);
-    const checks = { postgres, redis: redisStatus, temporal: temporalStatus };
-    const ready = postgres === 'ok' && temporalStatus === 'ok';
+    const checks = { postgres, redis: redisStatus, temporal: temporalStatus, ...(unopenable && { payloads: 'unopenable' as const }) };
+    const ready = postgres === 'ok' && temporalStatus === 'ok' && !unopenable;
     ctx.status = ready ? 200 : 503;
     ctx.body = { status: !ready ? 'unavailable' : redisStatus === 'ok' ? 'ready' : 'degraded', checks };
   });
