@@ -1,6 +1,6 @@
 import type { DocumentRow } from '../domain/documents';
 import { pageStart } from './paging';
-import { sql, statement, type Sql } from './sql';
+import { sql, statement, transaction, type Sql } from './sql';
 
 /** A document with what its storage needs: its key (for parts), its workspace and where its bytes are. */
 export interface StoredDocument extends DocumentRow {
@@ -15,9 +15,14 @@ const COLUMNS = `d.id, d.public_id, d.workspace_id, w.public_id AS workspace, d.
                  d.storage, d.storage_key, d.created_at, d.uploaded_at`;
 
 const EXISTS = statement('SELECT 1 FROM documents WHERE public_id = $1 AND workspace_id = $2');
+// Documents of one workspace are created one at a time (a transaction-scoped advisory lock), so the
+// quota check sees every earlier creation: one statement's snapshot would predate the lock it waited for.
+const LOCK_WORKSPACE_DOCUMENTS = statement('SELECT pg_advisory_xact_lock(4201, $1::int)');
 const INSERT = statement(
   `WITH d AS (
-     INSERT INTO documents (public_id, workspace_id, name, mime_type, size_bytes) VALUES ($1, $2, $3, $4, $5) RETURNING *
+     INSERT INTO documents (public_id, workspace_id, name, mime_type, size_bytes)
+     SELECT $1::text, $2::bigint, $3::text, $4::text, $5::bigint WHERE (SELECT COALESCE(sum(size_bytes), 0) FROM documents WHERE workspace_id = $2) + $5 <= $6::bigint
+     RETURNING *
    )
    SELECT ${COLUMNS} FROM d JOIN workspaces w ON w.id = d.workspace_id`,
 );
@@ -36,9 +41,31 @@ export async function documentExists(workspaceId: number, publicId: string, on: 
   return (await on.rows(EXISTS, [publicId, workspaceId])).length > 0;
 }
 
-export async function insertDocument(d: { publicId: string; workspaceId: number; name: string; mimeType: string; sizeBytes: number }, on: Sql = sql): Promise<StoredDocument> {
-  const [row] = await on.rows<StoredDocument>(INSERT, [d.publicId, d.workspaceId, d.name, d.mimeType, d.sizeBytes]);
-  return row;
+/** The new document; undefined when the workspace's documents would declare more than `quotaBytes` with it. */
+export function insertDocument(d: { publicId: string; workspaceId: number; name: string; mimeType: string; sizeBytes: number }, quotaBytes: number): Promise<StoredDocument | undefined> {
+  return transaction(async (tx) => {
+    await tx.rows(LOCK_WORKSPACE_DOCUMENTS, [d.workspaceId]);
+    const [row] = await tx.rows<StoredDocument>(INSERT, [d.publicId, d.workspaceId, d.name, d.mimeType, d.sizeBytes, quotaBytes]);
+    return row;
+  });
+}
+
+// An upload that began this long ago and never finished (its API process died) no longer holds the document.
+const UPLOAD_CLAIM_S = 30 * 60;
+const CLAIM_UPLOAD = statement(
+  `UPDATE documents SET upload_started_at = now()
+    WHERE id = $1 AND status = 'pending' AND (upload_started_at IS NULL OR upload_started_at < now() - make_interval(secs => ${UPLOAD_CLAIM_S}))`,
+);
+const RELEASE_UPLOAD = statement(`UPDATE documents SET upload_started_at = NULL WHERE id = $1 AND status = 'pending'`);
+
+/** Whether this request may upload the document's bytes now: one upload at a time per document. */
+export async function claimUpload(documentKey: number, on: Sql = sql): Promise<boolean> {
+  return (await on.rowCount(CLAIM_UPLOAD, [documentKey])) === 1;
+}
+
+/** An upload that failed lets the next one begin. */
+export async function releaseUpload(documentKey: number, on: Sql = sql): Promise<void> {
+  await on.rowCount(RELEASE_UPLOAD, [documentKey]);
 }
 
 /** The workspace's document; undefined for a missing one and another workspace's alike. */

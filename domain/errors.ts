@@ -12,6 +12,7 @@ export const ERROR_TABLE = {
   document_already_uploaded: { http: 409, runStatus: 'failed' },
   document_not_found: { http: 404, runStatus: 'failed' },
   document_not_uploaded: { http: 409, runStatus: 'failed' },
+  document_upload_in_progress: { http: 409, runStatus: 'failed' },
   ingestion_not_found: { http: 404, runStatus: 'failed' },
   extraction_not_found: { http: 404, runStatus: 'failed' },
   idempotency_conflict: { http: 409, runStatus: 'failed' },
@@ -34,6 +35,7 @@ export const ERROR_TABLE = {
   run_not_found: { http: 404, runStatus: 'failed' },
   // Not in the spec's table: a dependency the request cannot safely go without (Redis for rate limits) is down.
   service_unavailable: { http: 503, runStatus: 'failed' },
+  storage_quota_exceeded: { http: 409, runStatus: 'failed' },
   structured_output_failed: { http: 422, runStatus: 'failed' },
   tool_execution_failed: { http: 502, runStatus: 'failed' },
   usage_blocked: { http: 402, runStatus: 'blocked' },

@@ -88,8 +88,13 @@ export interface Config {
   payloadEncryptionKeys: string | undefined;
   /** Where a worker serves its Prometheus metrics (Temporal's SDK metrics and the activities'); unset, nowhere. */
   workerMetricsPort: number | undefined;
-  /** The bearer token GET /metrics requires; unset, it is open (keep it off the public listener). */
+  /** The bearer token GET /metrics requires; unset, metrics are off (open in development mode). */
   metricsToken: string | undefined;
+  /**
+   * DEVELOPMENT_MODE (`npm start`, the tests): development secrets are let through with a warning and
+   * metrics are served without METRICS_TOKEN. Off, the processes refuse weak secrets (infra/startupChecks.ts).
+   */
+  developmentMode: boolean;
   /** The bearer token the codec endpoint requires; unset, the endpoint is off. */
   codecOperatorToken: string | undefined;
   /** Blocking Redis connections the API reads every open event stream with (however many clients). */
@@ -107,10 +112,12 @@ export interface Config {
   statelessStreamTtlS: number;
   /** Browser origins (a Temporal UI) allowed to call the codec endpoint. */
   codecAllowedOrigins: string[];
-  /** Documents: where new uploads are stored, the size bound, and how long transfer grants last. */
+  /** Documents: where new uploads are stored, the size bound, each workspace's quota, and how long transfer grants last. */
   documents: {
     storage: 'postgres' | 's3';
     maxBytes: number;
+    /** The bytes a workspace's documents may declare in all (uploaded or awaiting their bytes). */
+    quotaBytes: number;
     uploadGrantTtlS: number;
     downloadGrantTtlS: number;
   };
@@ -156,6 +163,7 @@ export function loadConfig(): Config {
     payloadEncryptionKeys: process.env.PAYLOAD_ENCRYPTION_KEYS || undefined,
     codecOperatorToken: process.env.CODEC_OPERATOR_TOKEN || undefined,
     metricsToken: process.env.METRICS_TOKEN || undefined,
+    developmentMode: flag('DEVELOPMENT_MODE'),
     workerMetricsPort: process.env.WORKER_METRICS_PORT ? int('WORKER_METRICS_PORT', 0) : undefined,
     statelessStreamTtlS: int('STATELESS_STREAM_TTL_S', 300),
     streamReaderConnections: Math.max(1, int('STREAM_READER_CONNECTIONS', 4)),
@@ -165,6 +173,7 @@ export function loadConfig(): Config {
     documents: {
       storage: documentStorage(),
       maxBytes: int('DOCUMENT_MAX_BYTES', 100 * 1024 * 1024),
+      quotaBytes: int('DOCUMENT_STORAGE_QUOTA_BYTES', 10 * 1024 * 1024 * 1024),
       uploadGrantTtlS: int('DOCUMENT_UPLOAD_TTL_S', 3600),
       downloadGrantTtlS: int('DOCUMENT_DOWNLOAD_TTL_S', 900),
     },
@@ -188,6 +197,11 @@ let cached: Config | undefined;
 export function config(): Config {
   cached ??= loadConfig();
   return cached;
+}
+
+/** Whether this process serves its metrics: with METRICS_TOKEN set, or in development mode. */
+export function metricsServed(c: Config = config()): boolean {
+  return c.metricsToken !== undefined || c.developmentMode;
 }
 
 export function resetConfig(): void {

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { QueryTypes } from 'sequelize';
 import { signGrant } from '../domain/grants';
 import { db } from '../db/sequelize';
-import { config } from '../infra/config';
+import { config, resetConfig } from '../infra/config';
 import { createDocument, pathOf, uploadBytes, uploadedDocument } from './support/documents';
-import { call, tenant, useApi } from './support/stack';
+import { call, tenant, until, useApi } from './support/stack';
 
 const api = useApi();
 const SCOPES = ['documents:create', 'documents:read', 'documents:delete'];
@@ -166,6 +168,51 @@ describe('transfer grants', () => {
     expect([replay.status, replay.body.error.code]).toEqual([409, 'document_already_uploaded']);
     const content = await fetch(`${api.url}/api/v2/documents/${created.body.id}/content`, { headers: { authorization: `Bearer ${t.key}` } });
     expect(await content.text()).toBe('first');
+  });
+
+  it('takes one upload of a document at a time: another meanwhile is 409 before a byte is stored, and one that failed lets the next begin', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const bytes = Buffer.alloc(64 * 1024, 'a');
+    const created = await createDocument(api.url, t.key, 'big.txt', 'text/plain', bytes);
+    // The first upload sends half its bytes and waits: it holds the document until it ends.
+    const url = new URL(pathOf(created.body.upload_url), api.url);
+    const first = http.request({ host: url.hostname, port: url.port, path: url.pathname, method: 'PUT', headers: { 'content-length': bytes.length, 'content-type': 'application/octet-stream' } });
+    const firstAnswer = new Promise<http.IncomingMessage>((resolve, reject) => first.on('response', resolve).on('error', reject));
+    first.write(bytes.subarray(0, bytes.length / 2));
+    await until(async () => ((await db().query('SELECT upload_started_at FROM documents WHERE public_id = $1', { bind: [created.body.id], type: QueryTypes.SELECT })) as { upload_started_at: Date | null }[])[0].upload_started_at ?? undefined, 'the first upload to begin');
+    const second = await uploadBytes(api.url, created.body.upload_url, bytes);
+    expect(second.status).toBe(409);
+    expect(second.body.error.code).toBe('document_upload_in_progress');
+    // The first is cut off: it failed, and the next upload is taken whole.
+    first.destroy();
+    await firstAnswer.catch(() => undefined);
+    const third = await until(async () => {
+      const res = await uploadBytes(api.url, created.body.upload_url, bytes);
+      return res.status === 409 && res.body.error.code === 'document_upload_in_progress' ? undefined : res;
+    }, 'the cut-off upload to end');
+    expect(third.status).toBe(200);
+    expect(third.body).toMatchObject({ status: 'uploaded', sha256: sha256(bytes) });
+  });
+
+  it("refuses a document past the workspace's storage quota (409 storage_quota_exceeded), creating nothing; a deletion makes room", async () => {
+    const t = await tenant({ scopes: SCOPES });
+    process.env.DOCUMENT_STORAGE_QUOTA_BYTES = '100';
+    resetConfig();
+    try {
+      const a = await createDocument(api.url, t.key, 'a.txt', 'text/plain', Buffer.alloc(60, 'a'));
+      expect(a.status).toBe(201);
+      const b = await createDocument(api.url, t.key, 'b.txt', 'text/plain', Buffer.alloc(41, 'b'));
+      expect(b.status).toBe(409);
+      expect(b.body.error.code).toBe('storage_quota_exceeded');
+      expect((await call(api.url, 'GET', '/api/v2/documents', { key: t.key })).body.data.map((d: { id: string }) => d.id)).toEqual([a.body.id]);
+      // Pending documents count as declared: at once, two of 50 fit and a third does not.
+      expect((await call(api.url, 'DELETE', `/api/v2/documents/${a.body.id}`, { key: t.key })).status).toBe(200);
+      const at = await Promise.all([0, 1, 2].map((i) => createDocument(api.url, t.key, `c${i}.txt`, 'text/plain', Buffer.alloc(50, 'c'))));
+      expect(at.map((r) => r.status).sort()).toEqual([201, 201, 409]);
+    } finally {
+      delete process.env.DOCUMENT_STORAGE_QUOTA_BYTES;
+      resetConfig();
+    }
   });
 
   it('gives 404 for a grant whose document was deleted, and the delete removes the bytes', async () => {

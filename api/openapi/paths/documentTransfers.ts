@@ -17,7 +17,7 @@ const upload = (method: Method) =>
     parameters: [token],
     body: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
     responses: { '200': json('The uploaded document.', ref('Document')) },
-    errors: [...TOKEN_ERRORS, 'document_already_uploaded', 'payload_too_large'],
+    errors: [...TOKEN_ERRORS, 'document_already_uploaded', 'document_upload_in_progress', 'payload_too_large'],
   });
 
 export const documentTransfers: Resource = {

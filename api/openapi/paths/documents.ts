@@ -64,7 +64,7 @@ export const documents: Resource = {
           }),
         ),
         responses: { '201': json('The pending document with its upload URL (a replay may show it uploaded, without one).', ref('DocumentWithUploadUrl'), replayMarker('Idempotency-Replayed')) },
-        errors: ['usage_blocked', 'idempotency_conflict'],
+        errors: ['usage_blocked', 'storage_quota_exceeded', 'idempotency_conflict'],
       }),
       get: operation('get', {
         id: 'listDocuments',

@@ -3,8 +3,8 @@ import { pipeline } from 'node:stream';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { documentObject } from '../../../domain/documents';
-import { invalidRequest } from '../../../domain/errors';
-import { finishUpload, findGrantedDocument } from '../../../db/documents';
+import { invalidRequest, ServiceError } from '../../../domain/errors';
+import { claimUpload, finishUpload, findGrantedDocument, releaseUpload } from '../../../db/documents';
 import { logger } from '../../../infra/logger';
 import { uploadStore } from '../../../storage/documentStore';
 import { alreadyUploaded, sendDocument, storedObject } from '../../documents';
@@ -28,8 +28,8 @@ function clientWentAway(err: unknown): boolean {
 
 /**
  * Redeems an upload grant with the raw bytes, streamed to storage (never held whole): exactly the
- * declared size, hashed on the way. Concurrent uploads each write under their own key; the first to
- * finish is the document's, the others are removed.
+ * declared size, hashed on the way. One upload of a document at a time: another request on the same
+ * grant meanwhile gets 409 before a byte is stored; an upload that fails lets the next one begin.
  */
 async function upload(ctx: Ctx): Promise<void> {
   const document = ctx.state.document!;
@@ -37,6 +37,20 @@ async function upload(ctx: Ctx): Promise<void> {
   const declared = ctx.request.length;
   if (declared !== undefined && declared > document.size_bytes) throw tooLarge(document.size_bytes);
   if (declared !== undefined && declared < document.size_bytes) throw invalidRequest(`The upload is ${declared} bytes; the document declared size_bytes ${document.size_bytes}.`);
+  if (!(await claimUpload(document.id))) {
+    if ((await findGrantedDocument(document.workspace, document.public_id))?.status !== 'pending') throw alreadyUploaded();
+    throw new ServiceError('document_upload_in_progress', 'Another upload of this document is in progress; retry once it has ended.');
+  }
+  try {
+    await streamToStorage(ctx, document);
+  } catch (err) {
+    await releaseUpload(document.id).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The bytes, into storage under a key of their own, and the document uploaded once they are all there. */
+async function streamToStorage(ctx: Ctx, document: NonNullable<AppState['document']>): Promise<void> {
   const store = uploadStore();
   const object = storedObject(document, randomUUID());
   const meter = new UploadMeter(document.size_bytes);

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { documentObject } from '../../../domain/documents';
+import { ServiceError } from '../../../domain/errors';
 import { mintId } from '../../../domain/ids';
 import { deleteDocument, documentPage, findDocument, insertDocument, type StoredDocument } from '../../../db/documents';
 import { storeNamed, uploadStore } from '../../../storage/documentStore';
@@ -11,6 +12,7 @@ import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
 import type { AppState } from '../../state';
 import { notFound } from '../../tenancy';
+import { config } from '../../../infra/config';
 import { logger } from '../../../infra/logger';
 import { CreateDocument, ListDocuments, ReadDocument } from './schema';
 
@@ -49,7 +51,11 @@ export function documentsRoutes(router: Router<AppState>): void {
       await requireCredit(workspace.id);
       const id = resumed ?? mintId('document');
       await ctx.state.recovery?.begin(id);
-      const document = await insertDocument({ publicId: id, workspaceId: workspace.id, name: body.name, mimeType: body.mime_type, sizeBytes: body.size_bytes });
+      const { quotaBytes } = config().documents;
+      const document = await insertDocument({ publicId: id, workspaceId: workspace.id, name: body.name, mimeType: body.mime_type, sizeBytes: body.size_bytes }, quotaBytes);
+      if (!document) {
+        throw new ServiceError('storage_quota_exceeded', `The workspace's documents would declare more than its storage quota of ${quotaBytes} bytes; delete documents to make room.`);
+      }
       ctx.status = 201;
       ctx.body = withUploadUrl(document);
     },
