@@ -1,5 +1,6 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } from '../domain/agents';
+import { historyTokens } from '../domain/billing';
 import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
 import { type Attachment, type Deadline, type OutputItem, type ResponseFormat } from '../domain/runs';
 import { estimateTokens, type Usage } from '../domain/usage';
@@ -58,14 +59,22 @@ function textOf(content: unknown): string {
   return JSON.stringify(content);
 }
 
+/**
+ * The conversation's latest messages, as many as memory keeps and, newest first, as fit the tokens
+ * the run's reservation counted for history (historyTokens): older ones are left out.
+ */
 async function loadHistory(input: GenerateInput): Promise<ChatMessage[]> {
   if (!input.historyFrom || input.config.memory?.enabled === false) return [];
   const messages = await recentMessages(input.historyFrom.conversationId, input.historyFrom.beforeRunKey, input.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES);
-  return messages.map((m): ChatMessage =>
+  const history = messages.map((m): ChatMessage =>
     m.role === 'user'
       ? { role: 'user', content: userContent(m.content as string | Record<string, unknown>, []) }
       : { role: 'assistant', content: textOf(m.content) },
   );
+  let budget = historyTokens(input.config);
+  let from = history.length;
+  while (from > 0 && (budget -= estimateTokens(JSON.stringify(history[from - 1].content))) >= 0) from--;
+  return history.slice(from);
 }
 
 /**

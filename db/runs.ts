@@ -68,8 +68,8 @@ export async function lockRun(publicId: string, on: Sql): Promise<LockedRun | un
 /**
  * The settlement's writes in one statement: the run's final state, its one ledger line, its log entry,
  * and its workspace's balance, which gets back the run's reservation less what the run is charged.
- * A reserved run is charged its real cost up to what it reserved, so a balance never goes below zero;
- * a run without a reservation (started before reservations existed) is charged its real cost.
+ * A reserved run is charged its real cost up to what it reserved, so a balance never goes below zero,
+ * and its log entry records what was left uncharged (uncharged_credits); a run without a reservation (started before reservations existed) is charged its real cost.
  */
 const SETTLE = statement(
   `WITH go AS (
@@ -83,8 +83,8 @@ const SETTLE = statement(
    ), line AS (
      INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge WHERE (SELECT ok FROM go)
    ), log AS (
-     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code, knowledge)
-     SELECT $12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19 WHERE (SELECT ok FROM go)
+     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code, knowledge, uncharged_credits)
+     SELECT $12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19, $9::bigint - charge.credits FROM charge WHERE (SELECT ok FROM go)
    )
    UPDATE workspaces SET credits = credits + (SELECT held - credits FROM charge) WHERE id = $1 AND (SELECT ok FROM go)
    RETURNING credits, usage_threshold AS "usageThreshold", (SELECT credits FROM charge) AS charged`,

@@ -14,6 +14,16 @@ export function creditsFor(usage: Usage): number {
   return usage.total_tokens;
 }
 
+/**
+ * The conversation history one call may send, in tokens, as the reservation counts it: max_messages
+ * messages of the output cap each. The history sent is cut to it (activities/model.ts), since stored
+ * user messages can be far longer and what a call costs above its reservation is never charged.
+ */
+export function historyTokens(config: AgentConfig): number {
+  if (config.memory?.enabled === false) return 0;
+  return (config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES) * (config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
+}
+
 /** A tool's answer goes back to the model cut to 16 KiB (activities/tools.ts): at most this many tokens. */
 const TOOL_RESULT_TOKENS = 4_096;
 
@@ -28,7 +38,7 @@ export function maxRunCost(r: { config: AgentConfig; request: unknown; format: R
   const toolsOffered = r.tools.length > 0;
   const output = r.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   const calls = 1 + (toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
-  const history = r.memory && r.config.memory?.enabled !== false ? (r.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES) * output : 0;
+  const history = r.memory ? historyTokens(r.config) : 0;
   const toolRounds = toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
   // Every call sends the instructions, the request, the response format (its schema), the tools offered and the retrieved passages.
   const prompt = estimateTokens(JSON.stringify([r.config.instructions ?? '', r.request, r.format, r.tools])) + history + toolRounds + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);

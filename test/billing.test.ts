@@ -158,5 +158,29 @@ describe('credit reservations', () => {
     // Every reservation was given back, less what each run cost.
     expect(balance).toEqual({ credits: 6 * maximum - 1 - 75, held: 0 });
   });
-});
 
+  it("sends only the history its reservation counted, and says in the run's log what it left uncharged", async () => {
+    // History counts 2 messages of 8 tokens: about 64 characters.
+    const t = await tenant({ scopes: ['agents:run', 'conversations:create', 'messages:create', 'logs:read'], config: { max_output_tokens: 8, memory: { max_messages: 2 } } });
+    const conv = await call(api.url, 'POST', '/api/v2/conversations', { key: t.key, body: { agent: t.agent } });
+    const long = 'x'.repeat(200_000);
+    await scriptModel(t.model, [{ text: 'noted' }, { text: 'ok' }, { text: 'ok', usage: { prompt_tokens: 1_000_000, completion_tokens: 8 } }]);
+    expect((await call(api.url, 'POST', `/api/v2/conversations/${conv.body.id}/messages`, { key: t.key, body: { input: long } })).status).toBe(200);
+    const second = await call(api.url, 'POST', `/api/v2/conversations/${conv.body.id}/messages`, { key: t.key, body: { input: 'and then?' } });
+    expect(second.status).toBe(200);
+    // The stored 200,000-character message is left out; the latest reply, which fits, is sent.
+    const [, sent] = await providerRequests(t.model);
+    expect(JSON.stringify(sent.body.messages)).not.toContain(long.slice(0, 1000));
+    expect(JSON.stringify(sent.body.messages)).toContain('noted');
+    // A provider reporting more than the reservation: charged the reservation, and the log says what was not.
+    const third = await call(api.url, 'POST', `/api/v2/conversations/${conv.body.id}/messages`, { key: t.key, body: { input: 'last one' } });
+    expect(third.status).toBe(200);
+    const logs = (await call(api.url, 'GET', '/api/v2/logs', { key: t.key })).body.data as { run: string; uncharged_credits: number; usage: { total_tokens: number } }[];
+    const [ledger] = await rows<{ credits: number }>('SELECT l.credits::int AS credits FROM ledger_lines l JOIN runs r ON r.id = l.run_id WHERE r.public_id = :run', { run: third.body.id });
+    const thirdLog = logs.find((l) => l.run === third.body.id)!;
+    expect(thirdLog.usage.total_tokens).toBe(1_000_008);
+    expect(thirdLog.uncharged_credits).toBe(1_000_008 - ledger.credits);
+    expect(ledger.credits).toBeLessThan(1_000_008);
+    expect(logs.find((l) => l.run === second.body.id)!.uncharged_credits).toBe(0);
+  });
+});

@@ -17,6 +17,10 @@ export const logs: Resource = {
         usage: ref('Usage'),
         tool_names: { type: 'array', items: string() },
         error_code: orNull(ref('ErrorCode')),
+        uncharged_credits: integer({
+          minimum: 0,
+          description: "Credits of the run's real cost above what it reserved, not charged: a run is never charged more than its reservation. 0 almost always; the history a run sends is cut to what its reservation counted.",
+        }),
         knowledge: { type: 'array', description: 'What retrieval used: ids and ranks, never text.', items: closed({ chunk: publicId('chunk'), document: publicId('document'), rank: integer() }) },
         created_at: timestamp(),
       },

@@ -28,6 +28,7 @@ export function logsRoutes(router: Router<AppState>): void {
           usage: { input_tokens: l.input_tokens, output_tokens: l.output_tokens, total_tokens: l.total_tokens, cached_tokens: l.cached_tokens },
           tool_names: l.tool_names,
           error_code: l.error_code,
+          uncharged_credits: l.uncharged_credits,
           knowledge: l.knowledge,
           created_at: l.created_at.toISOString(),
         }),
