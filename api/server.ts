@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
-import { config, DEVELOPMENT_SIGNING_SECRET } from '../infra/config';
+import { config } from '../infra/config';
 import { logger } from '../infra/logger';
+import { checkStartup } from '../infra/startupChecks';
 import { closeDb } from '../db/sequelize';
 import { closeRedis } from '../db/redis';
 import { closeTemporal } from '../infra/temporalClient';
@@ -31,8 +32,9 @@ async function drain(server: Server, delayMs: number, graceMs: number, runs?: Ru
 }
 
 async function main(): Promise<void> {
-  const { port, shutdownDelayMs, shutdownGraceMs, signingSecret, runsInApi } = config();
-  if (signingSecret === DEVELOPMENT_SIGNING_SECRET) logger.warn('SIGNING_SECRET is not set: document grants and tool signatures use a development secret anyone can read; set one in production');
+  // Before anything listens or connects: no secret anyone can read outside DEVELOPMENT_MODE.
+  checkStartup('api');
+  const { port, shutdownDelayMs, shutdownGraceMs, runsInApi } = config();
   // Loaded only in this mode: a plain API process carries no worker code.
   const runs = runsInApi ? await (await import('../workers/runsInApi')).hostRuns() : undefined;
   const server = createApp().listen(port, () => logger.info({ port }, 'api listening'));

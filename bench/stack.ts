@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
@@ -81,8 +82,15 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   children.adopt('temporal', temporalServer.process);
   const stubUrl = await stub.start();
   const [apiPort, bareKoaPort, floorPort, workerMetricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  // The bench's own modules (migrate, admin commands, the Temporal client) read these.
-  Object.assign(process.env, { DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`, TEMPORAL_ADDRESS: temporalServer.address });
+  // The bench's own modules (migrate, admin commands, the Temporal client) read these. The service
+  // runs outside DEVELOPMENT_MODE, as deployed, so it gets secrets of this run's own (unless given).
+  Object.assign(process.env, {
+    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
+    TEMPORAL_ADDRESS: temporalServer.address,
+    SIGNING_SECRET: process.env.SIGNING_SECRET || randomBytes(32).toString('hex'),
+    PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS || `bench:${randomBytes(32).toString('base64')}`,
+    METRICS_TOKEN: process.env.METRICS_TOKEN || randomBytes(16).toString('hex'),
+  });
 
   await migrate();
   const workspace = await createWorkspace({ name: 'bench', credits: 1_000_000_000_000 });

@@ -57,6 +57,29 @@ describe('GET /metrics', () => {
     }
   });
 
+  it('is off (501) without METRICS_TOKEN outside development mode, and open in it (the test stack runs in it)', async () => {
+    expect(process.env.DEVELOPMENT_MODE).toBe('1');
+    expect((await fetch(`${api.url}/metrics`)).status).toBe(200);
+    delete process.env.DEVELOPMENT_MODE;
+    resetConfig();
+    try {
+      const off = await fetch(`${api.url}/metrics`);
+      expect(off.status).toBe(501);
+      const body = (await off.json()) as { error: { code: string; message: string } };
+      expect(body.error.code).toBe('not_implemented');
+      expect(body.error.message).toContain('METRICS_TOKEN');
+      // With a token it is served again, to its holder only.
+      process.env.METRICS_TOKEN = 'scrape-me';
+      resetConfig();
+      expect((await fetch(`${api.url}/metrics`)).status).toBe(401);
+      expect((await fetch(`${api.url}/metrics`, { headers: { authorization: 'Bearer scrape-me' } })).status).toBe(200);
+    } finally {
+      process.env.DEVELOPMENT_MODE = '1';
+      delete process.env.METRICS_TOKEN;
+      resetConfig();
+    }
+  });
+
   it('asks for METRICS_TOKEN when one is set', async () => {
     process.env.METRICS_TOKEN = 'scrape-me';
     resetConfig();

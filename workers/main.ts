@@ -1,6 +1,7 @@
 import { closeRedis } from '../db/redis';
 import { closeDb } from '../db/sequelize';
 import { logger } from '../infra/logger';
+import { checkStartup } from '../infra/startupChecks';
 import { closeTemporal } from '../infra/temporalClient';
 import { stopTracing } from '../infra/tracing';
 import { parseQueues, startWorkers } from './worker';
@@ -11,6 +12,8 @@ import { parseQueues, startWorkers } from './worker';
  * WORKER_SHUTDOWN_GRACE_MS). Then the pools close, batched spans are exported, and the process exits.
  */
 export async function serveUntilSignalled(queues: readonly string[], onStarted?: () => void): Promise<never> {
+  // Before anything connects: no secret anyone can read outside DEVELOPMENT_MODE.
+  checkStartup('worker');
   const running = await startWorkers(queues);
   logger.info({ queues }, 'worker started');
   onStarted?.();

@@ -12,6 +12,9 @@ mkdir -p .data
 export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
 export PORT="${PORT:-8080}"
 export MODEL_PROVIDER="${MODEL_PROVIDER:-local}"
+# A development stack: the API and the worker start with development secrets (with a warning) and
+# serve metrics without METRICS_TOKEN. Outside it they refuse weak secrets (README, Configuration).
+export DEVELOPMENT_MODE="${DEVELOPMENT_MODE:-1}"
 UI_PORT="${TEMPORAL_UI_PORT:-8233}"
 
 pids=()

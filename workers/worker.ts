@@ -1,7 +1,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import * as activities from '../activities';
-import { config } from '../infra/config';
+import { config, metricsServed } from '../infra/config';
 import { logger } from '../infra/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle, workflowSinks } from './workflowBundle';
@@ -26,12 +26,14 @@ const PINO_LEVEL: Record<LogLevel, 'trace' | 'debug' | 'info' | 'warn' | 'error'
 /**
  * Routes the SDK's own log lines into the service's JSON logs, at warning level and above, and with
  * WORKER_METRICS_PORT set serves the SDK's metrics (schedule-to-start latency per queue, free slots,
- * …) and the activities' own (webhook attempts by outcome) for Prometheus on that port (once per process).
+ * …) and the activities' own (webhook attempts by outcome) for Prometheus on that port (once per process),
+ * when metrics are served at all: with METRICS_TOKEN set (the port itself checks no token: keep it
+ * private) or in DEVELOPMENT_MODE.
  */
 export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  const port = config().workerMetricsPort;
+  const port = metricsServed() ? config().workerMetricsPort : undefined;
   countUnopenableWith(() => Runtime.instance().metricMeter.createCounter('aes_payload_open_failures', 'payloads', 'Temporal payloads this worker could not open with PAYLOAD_ENCRYPTION_KEYS.').add(1));
   Runtime.install({
     logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message)),

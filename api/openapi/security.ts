@@ -33,6 +33,6 @@ export function securitySchemes(usedBy: ReadonlyMap<string, string[]>): Record<s
     },
     csrfToken: { type: 'apiKey', in: 'header', name: 'X-CSRF-Token', description: 'The CSRF token of the dashboard session; required with `dashboardSession` on unsafe methods.' },
     operatorToken: { type: 'http', scheme: 'bearer', description: 'The operator credential of the codec endpoint: `CODEC_OPERATOR_TOKEN`. Without it set, the endpoint is off (501).' },
-    metricsToken: { type: 'http', scheme: 'bearer', description: '`METRICS_TOKEN`, when the operator set one; otherwise /metrics needs no credential.' },
+    metricsToken: { type: 'http', scheme: 'bearer', description: '`METRICS_TOKEN`: without it /metrics is off, except in development mode (`DEVELOPMENT_MODE`), where it needs no credential.' },
   };
 }

@@ -38,6 +38,8 @@ export default async function globalSetup(): Promise<void> {
     // test/clientAddress.test.ts checks the default (no proxy: the header is ignored).
     TRUST_PROXY_HOPS: '1',
     TEST_SPARE_NAMESPACES: SPARE_NAMESPACES.join(','),
+    // Development secrets and open metrics, as `npm start` (test/startupSecrets.test.ts checks the refusals without it).
+    DEVELOPMENT_MODE: '1',
   });
   // Imported only now, so the modules read the environment above.
   const { migrate } = await import('../../db/migrate');

@@ -6,11 +6,11 @@ export const metrics: Resource = {
       get: operation('get', {
         id: 'getMetrics',
         summary: 'Prometheus metrics',
-        description: 'This instance\'s metrics in the Prometheus text exposition format, for the operator\'s scraper; keep the path off the public listener when no `METRICS_TOKEN` is set.',
+        description: 'This instance\'s metrics in the Prometheus text exposition format, for the operator\'s scraper; off (501) without `METRICS_TOKEN`, except in development mode (`DEVELOPMENT_MODE`), where it is open.',
         tag: 'Operations',
         access: { credential: 'metrics' },
         responses: { '200': { description: 'The metrics.', content: { 'text/plain': { schema: { type: 'string' } } } } },
-        errors: ['authentication_error'],
+        errors: ['authentication_error', 'not_implemented'],
       }),
     },
   },
