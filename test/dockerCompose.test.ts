@@ -1,12 +1,16 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
+
+/** The variables the compose file requires (`${VAR:?…}`): it does not render without them. */
+const REQUIRED = { SIGNING_SECRET: 'compose-test-signing-secret-0123456789', PAYLOAD_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`, METRICS_TOKEN: 'compose-test-metrics-token' };
 
 /** docker-compose v1 validates and normalises the file without an engine; `workers/setup.sh --test` installs it. */
 function composeConfig(): string {
   try {
-    return execFileSync('docker-compose', ['-f', path.join(__dirname, '..', 'docker-compose.yml'), 'config'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync('docker-compose', ['-f', path.join(__dirname, '..', 'docker-compose.yml'), 'config'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...REQUIRED } });
   } catch (err) {
     if ((err as { code?: string }).code === 'ENOENT') throw new Error('docker-compose is not installed: run `bash workers/setup.sh --test`');
     throw err;
@@ -55,6 +59,25 @@ describe('docker-compose.yml', () => {
       }
     }
     expect(service(config, 'api')).toMatch(/published: 8080|8080:8080/);
+  });
+
+  it('will not render without a signing secret, a payload key ring and a metrics token', async () => {
+    const file = path.join(REPO, 'docker-compose.yml');
+    expect(readFileSync(file, 'utf8')).not.toMatch(/SIGNING_SECRET: \$\{SIGNING_SECRET:-/);
+    await Promise.all(
+      Object.keys(REQUIRED).map(async (missing) => {
+        const env: NodeJS.ProcessEnv = { ...process.env, ...REQUIRED };
+        delete env[missing];
+        const failure = await promisify(execFile)('docker-compose', ['-f', file, 'config'], { env }).then(
+          () => undefined,
+          (err: { code?: number; stderr?: string }) => err,
+        );
+        expect(failure).toBeDefined();
+        expect(failure?.code).not.toBe(0);
+        // The error names the service and then the variable's own message (v1 also prints the whole block).
+        expect(failure?.stderr).toMatch(new RegExp(`in service "[\\w-]+": set ${missing} to`));
+      }),
+    );
   });
 
   it('installs with npm ci and lets SIGTERM reach the processes for as long as they drain', () => {
@@ -118,6 +141,21 @@ describe('docker-compose.yml', () => {
       expect(job('api').static_configs).toEqual([{ targets: [`api:${services.api.environment.PORT}`] }]);
       expect(job('api').metrics_path ?? '/metrics').toBe('/metrics');
       expect(prometheus.global.scrape_interval).toMatch(/^\d+s$/);
+    });
+
+    it("passes the required secrets to api and worker, and scrapes the api with METRICS_TOKEN, which Prometheus's entrypoint writes where prometheus.yml reads it", () => {
+      for (const name of ['api', 'worker']) {
+        for (const [variable, value] of Object.entries(REQUIRED)) expect(services[name].environment[variable]).toBe(value);
+      }
+      const tokenFile = job('api').authorization.credentials_file;
+      expect(job('api').authorization.type ?? 'Bearer').toBe('Bearer');
+      expect(services.prometheus.environment.METRICS_TOKEN).toBe(REQUIRED.METRICS_TOKEN);
+      const [shell, flag, script, ...args] = services.prometheus.entrypoint as string[];
+      expect([shell, flag, args]).toEqual(['/bin/sh', '-c', ['prometheus']]);
+      // `docker-compose config` prints $ doubled again, as the file has it.
+      expect(script.replace(/\$\$/g, '$')).toContain(`printf '%s' "$METRICS_TOKEN" > ${tokenFile} && exec /bin/prometheus "$@"`);
+      // The file is in Prometheus's own (writable) data volume.
+      expect(services.prometheus.volumes).toContainEqual(expect.stringMatching(new RegExp(`^prometheus:${path.posix.dirname(tokenFile)}(:rw)?$`)));
     });
 
     it('provisions the Prometheus data source and the shipped dashboard', () => {
