@@ -71,8 +71,7 @@ export class StartupRefusal extends Error {
 /**
  * Throws StartupRefusal when a secret is missing, a published default or too short, outside
  * development mode; in development mode logs what would have been refused. Then says once whether
- * metrics are off for want of METRICS_TOKEN (`workerMetrics`: this process was asked to serve them
- * on WORKER_METRICS_PORT).
+ * metrics are off for want of METRICS_TOKEN (a worker only when it was given WORKER_METRICS_PORT).
  */
 export function checkStartup(process_: 'api' | 'worker', env: NodeJS.ProcessEnv = process.env): void {
   const c = config();
