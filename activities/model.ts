@@ -2,13 +2,15 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } from '../domain/agents';
 import { historyTokens } from '../domain/billing';
 import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
-import { type Attachment, type Deadline, type OutputItem, type ResponseFormat } from '../domain/runs';
+import { itemText, type Attachment, type Deadline, type OutputItem, type ResponseFormat } from '../domain/runs';
 import { estimateTokens, type Usage } from '../domain/usage';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';
 import { watchCancel } from './cancelNotices';
 import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
 import { recentMessages } from '../db/messages';
+import { providerFormat } from './providers/responseFormat';
+import { countedUsage } from './tokenCount';
 import { addConsumedUsage } from '../db/runs';
 import { assemblePrompt, userContent } from './prompt';
 import { modelProvider } from './providers';
@@ -46,6 +48,10 @@ export interface GenerateResult {
   text: string;
   toolCalls: ToolCall[];
   usage: Usage;
+  /** The provider reported no usage: `usage` was counted here (activities/tokenCount.ts). */
+  usageEstimated?: boolean;
+  /** The model declined to answer; the run's output is a refusal item. */
+  refusal?: string;
   model: string;
   check: StructuredCheck;
 }
@@ -54,7 +60,7 @@ export interface GenerateResult {
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
   if (Array.isArray(content)) {
-    return (content as OutputItem[]).map((item) => (item.type === 'json' ? JSON.stringify(item.json) : item.text)).join('\n');
+    return (content as OutputItem[]).map(itemText).join('\n');
   }
   return JSON.stringify(content);
 }
@@ -122,7 +128,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
       messages,
       temperature: input.config.temperature,
       maxOutputTokens: input.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
-      json: input.format.type !== 'text',
+      responseFormat: providerFormat(input.format),
       tools: input.tools,
       toolChoice: input.toolChoice,
       signal,
@@ -137,7 +143,16 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
     });
     // An aborted stream can end quietly rather than throw: a cut-short reply is never a result.
     if (signal.aborted) throw new CancelledFailure('model call cancelled');
-    return { text: reply.text, toolCalls: reply.toolCalls, usage: reply.usage, model: reply.model, check: checkStructured(reply.text, input.format) };
+    if (!reply.usage) ctx.metricMeter.createCounter('aes_model_usage_counted', 'calls', 'Model calls whose provider reported no usage: counted by the service, billed, and marked estimated in the run log.').add(1);
+    return {
+      text: reply.text,
+      toolCalls: reply.toolCalls,
+      usage: reply.usage ?? countedUsage(reply.model, messages, reply),
+      ...(!reply.usage && { usageEstimated: true }),
+      model: reply.model,
+      // A refusal is an answer: nothing to validate or repair.
+      ...(reply.refusal !== undefined ? { refusal: reply.refusal, check: { ok: true as const, value: null } } : { check: checkStructured(reply.text, input.format) }),
+    };
   } catch (err) {
     if (signal.aborted) {
       await recordConsumed(input.runId, messages, streamed);

@@ -123,7 +123,7 @@ export function startRun(s: StartRun): Promise<StartedRun> {
     const output = s.settle && finalOutput(reply, s.call.format);
     if (!output) return { ...reply, begun };
     try {
-      const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, model: reply.model, toolNames: [], knowledge: s.settle?.knowledge, unlessCancelRequested: true });
+      const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, usageEstimated: reply.usageEstimated, model: reply.model, toolNames: [], knowledge: s.settle?.knowledge, unlessCancelRequested: true });
       return { ...reply, begun, settled };
     } catch (err) {
       // The run was cancelled before the reply came: the workflow settles it cancelled.
@@ -156,6 +156,8 @@ export interface Settlement {
   knowledge?: PassageRef[];
   /** Settle only if no cancel was recorded for the run first (the first call settling it); else CancelRequested. */
   unlessCancelRequested?: boolean;
+  /** Some call's usage was counted by the service, its provider having reported none. */
+  usageEstimated?: boolean;
 }
 
 /** A settlement asked to give way to a cancel found one recorded: nothing was written. */
@@ -221,6 +223,8 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         knowledge: s.knowledge ?? [],
         // Under the run's lock, which recording a cancel takes too: one of the two comes first.
         unlessCancelRequested: s.unlessCancelRequested ?? false,
+        refused: s.output.some((item) => item.type === 'refusal'),
+        usageEstimated: s.usageEstimated ?? false,
       },
       sql,
     );
@@ -243,6 +247,8 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
       status: s.status,
       usage,
       ...(s.error && { error_code: s.error.code }),
+      // The refusal's words are the model's: a stateless run keeps no copy of its exchange, there either.
+      ...refusedIn(s.output, input.kind !== 'response'),
     });
     await outbox.write(sql);
     return settled({ run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) }, true);
@@ -266,4 +272,10 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
   if (input.kind === 'response') stream.expireIn(config().statelessStreamTtlS);
   await stream.flush();
   return outcome;
+}
+
+/** What agent.run.completed says of a refusal: that there was one, and (unless the run is stateless) the model's explanation. */
+function refusedIn(output: OutputItem[], keepWords: boolean): { refused?: true; refusal?: string } {
+  const refusal = output.find((item) => item.type === 'refusal');
+  return refusal ? { refused: true, ...(keepWords && { refusal: refusal.refusal }) } : {};
 }

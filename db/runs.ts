@@ -83,8 +83,8 @@ const SETTLE = statement(
    ), line AS (
      INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge WHERE (SELECT ok FROM go)
    ), log AS (
-     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code, knowledge, uncharged_credits)
-     SELECT $12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19, $9::bigint - charge.credits FROM charge WHERE (SELECT ok FROM go)
+     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code, knowledge, uncharged_credits, refused, usage_estimated)
+     SELECT $12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19, $9::bigint - charge.credits, $21, $22 FROM charge WHERE (SELECT ok FROM go)
    )
    UPDATE workspaces SET credits = credits + (SELECT held - credits FROM charge) WHERE id = $1 AND (SELECT ok FROM go)
    RETURNING credits, usage_threshold AS "usageThreshold", (SELECT credits FROM charge) AS charged`,
@@ -114,6 +114,9 @@ export interface RunSettlement {
    * committed while the caller waited for that lock (the lock statement's own snapshot would not).
    */
   unlessCancelRequested: boolean;
+  /** For the log entry: the output is a refusal; the usage was counted by the service (the provider reported none). */
+  refused: boolean;
+  usageEstimated: boolean;
 }
 
 /**
@@ -142,6 +145,8 @@ export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ char
     s.runId,
     JSON.stringify(s.knowledge),
     s.unlessCancelRequested,
+    s.refused,
+    s.usageEstimated,
   ]);
   return balance;
 }

@@ -1,4 +1,4 @@
-import type { RunOutcome } from './runs';
+import { itemText, type RunOutcome } from './runs';
 
 /** Reports: an agent asked to do a task, once, outside any conversation; the answer is the result. */
 
@@ -44,7 +44,7 @@ export function reportSettlement(format: ReportFormat, outcome: RunOutcome | und
     return { status: 'failed' as const, result: undefined, error: outcome?.error ?? { code: 'internal_error', message: 'The report could not be made.' } };
   }
   const output = outcome.run.output;
-  const result = format === 'json' ? output.find((item) => item.type === 'json')?.json : output.map((item) => item.text ?? '').join('\n');
+  const result = format === 'json' ? output.find((item) => item.type === 'json')?.json : output.map((item) => (item.type === 'json' ? (item.text ?? '') : itemText(item))).join('\n');
   return { status: 'completed' as const, result, error: null };
 }
 

@@ -18,7 +18,15 @@ export function conversational(kind: RunKind): boolean {
 export type OutputItem =
   | { type: 'text'; text: string }
   | { type: 'json'; json: unknown; text?: string }
-  | { type: 'handoff'; text: string; reason?: string };
+  | { type: 'handoff'; text: string; reason?: string }
+  /** The model declined to answer: its explanation. An answer like any other (never repaired, never a 422). */
+  | { type: 'refusal'; refusal: string };
+
+/** An item as text: a JSON value serialized, a refusal's explanation, otherwise its text. */
+export function itemText(item: OutputItem): string {
+  if (item.type === 'json') return JSON.stringify(item.json);
+  return item.type === 'refusal' ? item.refusal : item.text;
+}
 
 export type ResponseFormat =
   | { type: 'text' }
@@ -136,7 +144,8 @@ export const REPAIR_ATTEMPTS = 1;
  * The run's output when a model reply ends it: no tool calls to make and a reply that passes the
  * response format; undefined when the run goes on (tools, a repair).
  */
-export function finalOutput(reply: { text: string; toolCalls: readonly unknown[]; check: StructuredCheck }, format: ResponseFormat): OutputItem[] | undefined {
+export function finalOutput(reply: { text: string; toolCalls: readonly unknown[]; check: StructuredCheck; refusal?: string }, format: ResponseFormat): OutputItem[] | undefined {
   if (reply.toolCalls.length > 0 || !reply.check.ok) return undefined;
+  if (reply.refusal !== undefined) return [{ type: 'refusal', refusal: reply.refusal }];
   return format.type === 'text' ? [{ type: 'text', text: reply.text }] : [{ type: 'json', json: reply.check.value }];
 }

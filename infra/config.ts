@@ -28,6 +28,12 @@ function documentStorage(): 'postgres' | 's3' {
   return value;
 }
 
+function oneOf<T extends string>(name: string, values: readonly T[], fallback: T): T {
+  const value = str(name, fallback);
+  if (!(values as readonly string[]).includes(value)) throw new Error(`${name} must be one of ${values.join(', ')}, got "${value}"`);
+  return value as T;
+}
+
 /** Spec: attempts immediately, then 60 s, 5 min and 30 min after the first; tests shorten them. */
 function retryDelays(): number[] {
   const raw = str('WEBHOOK_RETRY_DELAYS_MS', '60000,300000,1800000');
@@ -60,6 +66,8 @@ export interface Config {
   modelProvider: 'local' | 'openai';
   modelBaseUrl: string | undefined;
   modelApiKey: string;
+  /** How structured output is asked of an OpenAI-compatible provider (activities/providers/openai.ts). */
+  modelStructuredOutput: 'auto' | 'json_schema' | 'json_object';
   signingSecret: string;
   publicBaseUrl: string;
   sseKeepaliveMs: number;
@@ -140,6 +148,7 @@ export function loadConfig(): Config {
     modelProvider: provider,
     modelBaseUrl: process.env.MODEL_BASE_URL || undefined,
     modelApiKey: str('MODEL_API_KEY', 'unset'),
+    modelStructuredOutput: oneOf('MODEL_STRUCTURED_OUTPUT', ['auto', 'json_schema', 'json_object'] as const, 'auto'),
     signingSecret: str('SIGNING_SECRET', DEVELOPMENT_SIGNING_SECRET),
     publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`),
     sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15000),

@@ -8,6 +8,7 @@ import { redis } from '../db/redis';
 import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';
 import { maxRunCost } from '../domain/billing';
+import { countTokens } from 'gpt-tokenizer';
 import { call, providerRequests, scriptModel, tenant, useApi } from './support/stack';
 
 const api = useApi();
@@ -182,5 +183,31 @@ describe('credit reservations', () => {
     expect(thirdLog.uncharged_credits).toBe(1_000_008 - ledger.credits);
     expect(ledger.credits).toBeLessThan(1_000_008);
     expect(logs.find((l) => l.run === second.body.id)!.uncharged_credits).toBe(0);
+  });
+
+  it('bills the tokens of a provider that reports no usage, counted with the model\'s own tokenizer, plain and streamed, and marks the log entry', async () => {
+    const model = `gpt-4o-${Date.now()}`;
+    const t = await tenant({ scopes: ['responses:create', 'logs:read'], config: { model } });
+    const answer = 'Paris is the capital of France, and its largest city.';
+    await scriptModel(model, [{ text: answer, noUsage: true }, { chunks: ['Paris is the capital ', 'of France, and its largest city.'], noUsage: true }]);
+    const plain = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'What is the capital of France?' } });
+    const streamed = await fetch(`${api.url}/api/v2/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ agent: t.agent, input: 'What is the capital of France?', stream: true }),
+    });
+    const frames = (await streamed.text()).split('\n\n');
+    const completed = frames.find((f) => f.includes('event: response.completed'))!;
+    const streamedRun = JSON.parse(completed.slice(completed.indexOf('data:') + 5));
+    const expectedOutput = countTokens(answer);
+    for (const run of [plain.body, streamedRun]) {
+      expect(run.usage.output_tokens).toBe(expectedOutput);
+      expect(run.usage.input_tokens).toBeGreaterThan(countTokens('What is the capital of France?'));
+      expect(run.usage.total_tokens).toBe(run.usage.input_tokens + run.usage.output_tokens);
+      const [ledger] = await rows<{ credits: number }>('SELECT l.credits::int AS credits FROM ledger_lines l JOIN runs r ON r.id = l.run_id WHERE r.public_id = :run', { run: run.id });
+      expect(ledger.credits).toBe(run.usage.total_tokens);
+    }
+    const logs = (await call(api.url, 'GET', '/api/v2/logs', { key: t.key })).body.data;
+    expect(logs.map((l: { usage_estimated: boolean }) => l.usage_estimated)).toEqual([true, true]);
   });
 });

@@ -100,6 +100,8 @@ describe('GET /api/v2/logs', () => {
       usage: { input_tokens: 7, output_tokens: 3, total_tokens: 10, cached_tokens: 2 },
       tool_names: [],
       uncharged_credits: 0,
+      refused: false,
+      usage_estimated: false,
       error_code: null,
       knowledge: [],
       created_at: expect.any(String),

@@ -26,8 +26,52 @@ describe('structured output', () => {
     expect(res.status).toBe(200);
     expect(res.body.output).toEqual([{ type: 'json', json: { name: 'Ada', age: 36 } }]);
     expect(sent).toHaveLength(1);
-    expect(sent[0].body.response_format).toEqual({ type: 'json_object' });
+    // The schema reaches the provider, strict (it fits the strict subset), and stays in the prompt for providers that only take json_object.
+    expect(sent[0].body.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'person', schema: PERSON.schema, strict: true } });
     expect(sent[0].body.messages[0].content).toContain('"required":["name","age"]');
+  });
+
+  it('sends a schema outside the strict subset with strict: false', async () => {
+    const open = { ...PERSON, schema: { type: 'object', properties: { name: { type: 'string', minLength: 1 } }, required: ['name'] } };
+    const { res, sent } = await respond(open, [{ text: '{"name": "Ada"}' }]);
+    expect(res.status).toBe(200);
+    expect(sent[0].body.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'person', schema: open.schema, strict: false } });
+  });
+
+  it('falls back to json_object for a model that refuses json_schema, and asks it that way from then on', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: '{"name": "Ada", "age": 36}', refusesJsonSchema: true }, { text: '{"name": "Bo", "age": 7}', refusesJsonSchema: true }]);
+    const ask = () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Who?', response_format: PERSON } });
+    const first = await ask();
+    expect(first.status).toBe(200);
+    expect(first.body.output).toEqual([{ type: 'json', json: { name: 'Ada', age: 36 } }]);
+    const second = await ask();
+    expect(second.body.output).toEqual([{ type: 'json', json: { name: 'Bo', age: 7 } }]);
+    // One refused request in all: the first run's; the second run asked json_object at once.
+    const formats = (await providerRequests(t.model)).map((r) => r.body.response_format.type);
+    expect(formats).toEqual(['json_schema', 'json_object', 'json_object']);
+    expect(first.body.usage.total_tokens + second.body.usage.total_tokens).toBe(30);
+  });
+
+  it('a refusal is an answer: a refusal item, never repaired and never a 422, plain and streamed', async () => {
+    const t = await tenant({ scopes: ['responses:create', 'logs:read'] });
+    await scriptModel(t.model, [{ refusal: "I can't help with that." }, { refusal: "I can't help with that.", chunks: ["I can't ", 'help with that.'] }]);
+    const plain = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Who?', response_format: PERSON } });
+    expect(plain.status).toBe(200);
+    expect(plain.body).toMatchObject({ status: 'completed', output: [{ type: 'refusal', refusal: "I can't help with that." }] });
+    const streamed = await fetch(`${api.url}/api/v2/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ agent: t.agent, input: 'Who?', stream: true }),
+    });
+    const frames = (await streamed.text()).split('\n\n').filter((f) => f.includes('data:'));
+    const completed = frames.find((f) => f.includes('event: response.completed'))!;
+    expect(JSON.parse(completed.slice(completed.indexOf('data:') + 5)).output).toEqual([{ type: 'refusal', refusal: "I can't help with that." }]);
+    // The refusal is never streamed as answer text.
+    expect(frames.some((f) => f.includes('output_text.delta') && f.includes('help with'))).toBe(false);
+    expect(await providerRequests(t.model)).toHaveLength(2);
+    const logs = (await call(api.url, 'GET', '/api/v2/logs', { key: t.key })).body.data;
+    expect(logs.map((l: { refused: boolean }) => l.refused)).toEqual([true, true]);
   });
 
   it('repairs once: a second call states the problems, and the run succeeds with exactly two calls', async () => {

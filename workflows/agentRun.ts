@@ -129,6 +129,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   });
   const memory = conversational(input.kind) && input.options.memoryPolicy === 'auto';
   let usage: Usage = ZERO_USAGE;
+  let usageEstimated = false;
   let model = input.agent.config.model ?? 'default';
   const format = input.options.responseFormat;
 
@@ -164,6 +165,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       reply = await modelCalls().generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom });
     }
     usage = addUsage(usage, reply.usage);
+    usageEstimated ||= reply.usageEstimated === true;
     model = reply.model;
     return reply;
   };
@@ -245,7 +247,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
 
   const settle = async (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) => {
     await cancelRecorded;
-    return CancellationScope.nonCancellable(() => settleRun({ input, status, output, usage, model, toolNames, handoff, error, knowledge: passageRefs() }));
+    return CancellationScope.nonCancellable(() => settleRun({ input, status, output, usage, usageEstimated, model, toolNames, handoff, error, knowledge: passageRefs() }));
   };
 
   try {

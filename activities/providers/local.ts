@@ -19,7 +19,7 @@ export class LocalProvider implements ModelProvider {
 
   async complete(request: ModelRequest): Promise<ModelReply> {
     const prompt = lastUserText(request.messages);
-    const text = request.json ? JSON.stringify({ echo: prompt.slice(0, 200) }) : `You said: ${prompt}`;
+    const text = request.responseFormat ? JSON.stringify({ echo: prompt.slice(0, 200) }) : `You said: ${prompt}`;
     if (request.onTextDelta) {
       for (const piece of text.match(/\S+\s*/g) ?? [text]) {
         if (request.signal?.aborted) break;

@@ -1,11 +1,16 @@
+import { LRUCache } from 'lru-cache';
 import OpenAI from 'openai';
 import type { ChatCompletionCreateParams, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { ZERO_USAGE, type Usage } from '../../domain/usage';
+import type { Usage } from '../../domain/usage';
+import { logger } from '../../infra/logger';
 import { traceHeaders } from '../../infra/tracing';
-import { ProviderError, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ToolCall } from './types';
+import { ProviderError, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ProviderFormat, type ToolCall } from './types';
 
-function usageOf(raw: OpenAI.CompletionUsage | null | undefined): Usage {
-  if (!raw) return { ...ZERO_USAGE };
+/** How structured output is asked for: `auto` sends the schema and falls back to json_object where a provider refuses it. */
+export type StructuredOutputMode = 'auto' | 'json_schema' | 'json_object';
+
+function usageOf(raw: OpenAI.CompletionUsage | null | undefined): Usage | undefined {
+  if (!raw) return undefined;
   return {
     input_tokens: raw.prompt_tokens ?? 0,
     output_tokens: raw.completion_tokens ?? 0,
@@ -35,36 +40,64 @@ function toWire(message: ChatMessage): ChatCompletionMessageParam {
   };
 }
 
+/** A 400 about the response format: this provider or model does not take a schema (json_schema). */
+function refusesSchema(err: unknown): boolean {
+  return err instanceof OpenAI.APIError && err.status === 400 && /response_format|json_schema/i.test(err.message);
+}
+
 /**
  * Any OpenAI-compatible Chat Completions endpoint through the official client. Retries belong to
  * Temporal, so the client never retries on its own. Each request carries the calling activity's
- * `traceparent`, so a provider that traces sees the run's trace id.
+ * `traceparent`, so a provider that traces sees the run's trace id. A structured request sends the
+ * caller's schema for the provider to enforce (OpenAI, vLLM, llama.cpp and Ollama do); a model that
+ * answers such a request with a 400 about the response format is asked again at once with json_object,
+ * and remembered, so the next call to it asks that way first (one refused request per model and process).
  */
 export class OpenAIProvider implements ModelProvider {
   readonly name = 'openai' as const;
   private readonly client: OpenAI;
+  private readonly mode: StructuredOutputMode;
+  /** Models that refused json_schema. */
+  private readonly schemaRefused = new LRUCache<string, true>({ max: 1000 });
 
-  constructor(options: { baseURL?: string; apiKey: string }) {
+  constructor(options: { baseURL?: string; apiKey: string; structuredOutput?: StructuredOutputMode }) {
     this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey, maxRetries: 0 });
+    this.mode = options.structuredOutput ?? 'auto';
   }
 
   async complete(request: ModelRequest): Promise<ModelReply> {
+    const asked = request.responseFormat;
+    const schemaFirst = asked?.type === 'json_schema' && (this.mode === 'json_schema' || (this.mode === 'auto' && !this.schemaRefused.has(request.model)));
+    try {
+      return await this.send(request, schemaFirst ? asked : asked && { type: 'json_object' });
+    } catch (err) {
+      if (!(schemaFirst && this.mode === 'auto' && refusesSchema(err))) throw toProviderError(err);
+      this.schemaRefused.set(request.model, true);
+      logger.warn({ model: request.model, err: (err as Error).message }, 'the provider refused a json_schema response format: this model is asked for json_object from now on');
+      try {
+        return await this.send(request, { type: 'json_object' });
+      } catch (again) {
+        throw toProviderError(again);
+      }
+    }
+  }
+
+  private send(request: ModelRequest, format: ProviderFormat | undefined): Promise<ModelReply> {
     const params: ChatCompletionCreateParams = {
       model: request.model,
       messages: request.messages.map(toWire),
       ...(request.temperature !== undefined && { temperature: request.temperature }),
       ...(request.maxOutputTokens !== undefined && { max_tokens: request.maxOutputTokens }),
-      ...(request.json && { response_format: { type: 'json_object' as const } }),
+      ...(format && {
+        response_format:
+          format.type === 'json_schema' ? { type: 'json_schema' as const, json_schema: { name: format.name, schema: format.schema, strict: format.strict } } : { type: 'json_object' as const },
+      }),
       ...(request.tools?.length && {
         tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),
         tool_choice: request.toolChoice ?? 'auto',
       }),
     };
-    try {
-      return request.onTextDelta ? await this.streamed(params, request) : await this.whole(params, request);
-    } catch (err) {
-      throw toProviderError(err);
-    }
+    return request.onTextDelta ? this.streamed(params, request) : this.whole(params, request);
   }
 
   private async whole(params: ChatCompletionCreateParams, request: ModelRequest): Promise<ModelReply> {
@@ -73,7 +106,13 @@ export class OpenAIProvider implements ModelProvider {
     const toolCalls: ToolCall[] = (message?.tool_calls ?? []).flatMap((c) =>
       c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [],
     );
-    return { text: message?.content ?? '', toolCalls, usage: usageOf(completion.usage), model: completion.model || params.model };
+    return {
+      text: message?.content ?? '',
+      toolCalls,
+      usage: usageOf(completion.usage),
+      ...(message?.refusal && { refusal: message.refusal }),
+      model: completion.model || params.model,
+    };
   }
 
   private async streamed(params: ChatCompletionCreateParams, request: ModelRequest): Promise<ModelReply> {
@@ -82,8 +121,9 @@ export class OpenAIProvider implements ModelProvider {
       { signal: request.signal, headers: traceHeaders(request.traceId) },
     );
     let text = '';
+    let refusal = '';
     let model = params.model;
-    let usage: Usage = { ...ZERO_USAGE };
+    let usage: Usage | undefined;
     const calls = new Map<number, ToolCall>();
     for await (const chunk of stream) {
       if (chunk.model) model = chunk.model;
@@ -93,6 +133,8 @@ export class OpenAIProvider implements ModelProvider {
         text += delta.content;
         request.onTextDelta?.(delta.content);
       }
+      // A refusal is never streamed as text: it reaches the client as an output item of the completed run.
+      if (delta?.refusal) refusal += delta.refusal;
       for (const part of delta?.tool_calls ?? []) {
         const call = calls.get(part.index) ?? { id: '', name: '', arguments: '' };
         if (part.id) call.id = part.id;
@@ -101,6 +143,6 @@ export class OpenAIProvider implements ModelProvider {
         calls.set(part.index, call);
       }
     }
-    return { text, toolCalls: [...calls.values()], usage, model };
+    return { text, toolCalls: [...calls.values()], usage, ...(refusal && { refusal }), model };
   }
 }

@@ -16,8 +16,8 @@ export interface ModelRequest {
   maxOutputTokens?: number;
   tools?: ToolSpec[];
   toolChoice?: 'auto' | 'required';
-  /** Ask the provider for a JSON object (json_object and json_schema formats). */
-  json?: boolean;
+  /** Structured output: the caller's schema for the provider to enforce (json_schema), or any JSON object. */
+  responseFormat?: ProviderFormat;
   signal?: AbortSignal;
   /** The run's trace id, continued by the provider request's `traceparent`. */
   traceId: string;
@@ -25,10 +25,15 @@ export interface ModelRequest {
   onTextDelta?: (chunk: string) => void;
 }
 
+export type ProviderFormat = { type: 'json_object' } | { type: 'json_schema'; name: string; schema: Record<string, unknown>; strict: boolean };
+
 export interface ModelReply {
   text: string;
   toolCalls: ToolCall[];
-  usage: Usage;
+  /** As the provider counted it; undefined when it reported none (the caller counts the tokens itself). */
+  usage: Usage | undefined;
+  /** The model declined to answer (OpenAI's `message.refusal`): its explanation, instead of an answer. */
+  refusal?: string;
   model: string;
 }
 

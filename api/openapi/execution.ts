@@ -80,6 +80,7 @@ export const executionSchemas: Record<string, JsonSchema> = {
       closed({ type: constant('text'), text: string() }),
       closed({ type: constant('json'), json: { description: 'Any JSON value: the validated structured output.' }, text: string() }, { required: ['type', 'json'] }),
       closed({ type: constant('handoff'), text: string(), reason: string() }, { required: ['type', 'text'] }),
+      closed({ type: constant('refusal'), refusal: string({ description: "The model's explanation of why it declined to answer." }) }, { description: 'The model declined: an answer like any other, never repaired and never a 422.' }),
     ],
   },
   RuntimeInput: RUNTIME_INPUT,

@@ -17,6 +17,8 @@ const OBJECTS: Record<(typeof EVENT_CATALOGUE)[EventType]['resource'], JsonSchem
       status: ref('RunStatus'),
       usage: { ...ref('Usage'), description: 'On agent.run.completed and agent.run.failed.' },
       error_code: { ...ref('ErrorCode'), description: 'On agent.run.failed.' },
+      refused: { type: 'boolean', const: true, description: 'On agent.run.completed when the model refused (the run\'s output is a refusal item).' },
+      refusal: string({ description: "The model's explanation of its refusal; absent for stateless runs, which keep no copy of their exchange." }),
     },
     { required: ['id', 'agent', 'agent_version', 'status'] },
   ),

@@ -17,6 +17,15 @@ export interface StubReply {
   delayMs?: number;
   chunkDelayMs?: number;
   usage?: { prompt_tokens: number; completion_tokens: number; cached_tokens?: number };
+  /** Report no usage at all (as servers that ignore `stream_options`, or proxies that drop the field, do). */
+  noUsage?: boolean;
+  /** Decline: OpenAI's `message.refusal` (streamed as `delta.refusal`), content null. */
+  refusal?: string;
+  /**
+   * Answer a request that carries `response_format: {type: "json_schema"}` with a 400 about the
+   * response format, as a server without schema support does, without using up this reply.
+   */
+  refusesJsonSchema?: boolean;
   /**
    * Held until this many requests of the model are held at once, then all answered: a test of how
    * many calls the service has in flight together that no machine's speed can pass or fail.
@@ -111,6 +120,10 @@ export class StubProvider extends LoopbackServer {
     res.on('close', () => {
       if (!res.writableFinished) recorded.aborted = true;
     });
+    if (script.replies[0]?.refusesJsonSchema && (body.response_format as { type?: string } | undefined)?.type === 'json_schema') {
+      res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.", type: 'invalid_request_error' } }));
+      return;
+    }
     const reply = script.replies.shift() ?? DEFAULT_REPLY;
     if (reply.together || reply.hold) {
       await new Promise<void>((release) => {
@@ -126,23 +139,24 @@ export class StubProvider extends LoopbackServer {
     const text = reply.text ?? (reply.chunks ? reply.chunks.join('') : '');
     const base = { id: 'chatcmpl-stub', created: Math.floor(Date.now() / 1000), model: String(body.model) };
     if (!body.stream) {
-      const message = { role: 'assistant', content: reply.toolCalls ? null : text, ...(reply.toolCalls && { tool_calls: toolCallsOf(reply) }) };
+      const message = { role: 'assistant', content: reply.toolCalls || reply.refusal ? null : text, refusal: reply.refusal ?? null, ...(reply.toolCalls && { tool_calls: toolCallsOf(reply) }) };
       res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: reply.toolCalls ? 'tool_calls' : 'stop' }], usage: usageOf(reply) }),
+        JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: reply.toolCalls ? 'tool_calls' : 'stop' }], ...(!reply.noUsage && { usage: usageOf(reply) }) }),
       );
       return;
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const send = (payload: unknown) => res.write(`data: ${JSON.stringify(payload)}\n\n`);
     const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
-    for (const piece of reply.chunks ?? (text ? [text] : [])) {
+    const pieces = reply.refusal !== undefined ? (reply.chunks ?? [reply.refusal]) : (reply.chunks ?? (text ? [text] : []));
+    for (const piece of pieces) {
       if (res.destroyed) return;
-      send(chunk({ content: piece }));
+      send(chunk(reply.refusal === undefined ? { content: piece } : { refusal: piece }));
       if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
     }
     if (reply.toolCalls) send(chunk({ tool_calls: toolCallsOf(reply) }));
     send(chunk({}, reply.toolCalls ? 'tool_calls' : 'stop'));
-    send({ ...base, object: 'chat.completion.chunk', choices: [], usage: usageOf(reply) });
+    if (!reply.noUsage) send({ ...base, object: 'chat.completion.chunk', choices: [], usage: usageOf(reply) });
     res.end('data: [DONE]\n\n');
   }
 }

@@ -15,6 +15,8 @@ export const logs: Resource = {
         latency_ms: integer({ minimum: 0 }),
         model: string(),
         usage: ref('Usage'),
+        usage_estimated: { type: 'boolean', description: 'The provider reported no usage: the service counted the tokens (a real tokenizer for known OpenAI models, else an estimate) and billed that.' },
+        refused: { type: 'boolean', description: 'The model refused: the run completed with a refusal output item.' },
         tool_names: { type: 'array', items: string() },
         error_code: orNull(ref('ErrorCode')),
         uncharged_credits: integer({

@@ -29,6 +29,8 @@ export function logsRoutes(router: Router<AppState>): void {
           tool_names: l.tool_names,
           error_code: l.error_code,
           uncharged_credits: l.uncharged_credits,
+          refused: l.refused,
+          usage_estimated: l.usage_estimated,
           knowledge: l.knowledge,
           created_at: l.created_at.toISOString(),
         }),
