@@ -34,8 +34,10 @@ const derivedFromDefaults = new Set(
   [DEVELOPMENT_SIGNING_SECRET, 'change-me'].map((s) => createHash('sha256').update(`payload-encryption:${s}`).digest('base64')),
 );
 
+// Unset, the payload key is derived from SIGNING_SECRET, which is then checked as strong: the operator
+// contract (DESIGN.md §3) names SIGNING_SECRET alone, and a deployment that sets only it still starts.
 function payloadKeyProblems(raw: string | undefined): string[] {
-  if (raw === undefined || raw === '') return ['PAYLOAD_ENCRYPTION_KEYS is not set (without it payloads would be sealed with a key derived from SIGNING_SECRET)'];
+  if (raw === undefined || raw === '') return [];
   const entries = raw.split(',').map((e) => e.trim()).filter(Boolean);
   if (entries.length === 0) return ['PAYLOAD_ENCRYPTION_KEYS names no key'];
   const problems: string[] = [];
@@ -79,6 +81,9 @@ export function checkStartup(process_: 'api' | 'worker', env: NodeJS.ProcessEnv 
   if (problems.length > 0) {
     if (!c.developmentMode) throw new StartupRefusal(problems);
     logger.warn({ problems }, 'DEVELOPMENT_MODE: starting with development secrets anyone can read; never run this way in production');
+  }
+  if (!env.PAYLOAD_ENCRYPTION_KEYS && !c.developmentMode) {
+    logger.warn('PAYLOAD_ENCRYPTION_KEYS is not set: payloads are sealed with a key derived from SIGNING_SECRET, so changing that secret means a key change too (README, Keys); set a key ring of its own');
   }
   if (metricsServed(c)) return;
   if (process_ === 'api') logger.warn('metrics are off: GET /metrics answers 501 until METRICS_TOKEN is set');

@@ -58,6 +58,8 @@ describe('secretProblems', () => {
   it('finds none in a random SIGNING_SECRET of 32+ characters and a key ring of random 32-byte keys', () => {
     expect(secretProblems(GOOD())).toEqual([]);
     expect(secretProblems({ SIGNING_SECRET: randomBytes(24).toString('base64'), PAYLOAD_ENCRYPTION_KEYS: keyRing(randomBytes(32), randomBytes(32)) })).toEqual([]);
+    // The operator contract names SIGNING_SECRET alone: unset, the payload key is derived from it.
+    expect(secretProblems({ SIGNING_SECRET: GOOD().SIGNING_SECRET })).toEqual([]);
   });
 
   it.each([
@@ -76,7 +78,6 @@ describe('secretProblems', () => {
 
   const devKey = createHash('sha256').update(`payload-encryption:${DEVELOPMENT_SIGNING_SECRET}`).digest();
   it.each([
-    ['missing', undefined, /PAYLOAD_ENCRYPTION_KEYS is not set/],
     ['no key at all', ' , ', /PAYLOAD_ENCRYPTION_KEYS names no key/],
     ['a short key', keyRing(randomBytes(16)), /PAYLOAD_ENCRYPTION_KEYS key "k1" is 16 bytes long; each key must be 32/],
     ['a long key', keyRing(randomBytes(48)), /PAYLOAD_ENCRYPTION_KEYS key "k1" is 48 bytes long/],
@@ -118,7 +119,7 @@ describe('checkStartup', () => {
   });
 
   it('refuses every weak secret at once outside development mode, naming each variable and the way out', () => {
-    withEnv({ DEVELOPMENT_MODE: undefined, SIGNING_SECRET: 'change-me', PAYLOAD_ENCRYPTION_KEYS: undefined });
+    withEnv({ DEVELOPMENT_MODE: undefined, SIGNING_SECRET: 'change-me', PAYLOAD_ENCRYPTION_KEYS: 'k1:c2hvcnQ=' });
     let refusal: unknown;
     try {
       checkStartup('worker');
@@ -141,7 +142,6 @@ describe('the processes as deployed, outside development mode', () => {
     ['API', 'with the development SIGNING_SECRET', API, { SIGNING_SECRET: DEVELOPMENT_SIGNING_SECRET }, 'SIGNING_SECRET is a published default'],
     ['API', 'with the old compose default', API, { SIGNING_SECRET: 'change-me' }, 'SIGNING_SECRET is a published default'],
     ['API', 'with a short SIGNING_SECRET', API, { SIGNING_SECRET: 'Zq3#kT9!vW2@' }, 'SIGNING_SECRET is 12 characters long'],
-    ['API', 'without PAYLOAD_ENCRYPTION_KEYS', API, { SIGNING_SECRET: good.SIGNING_SECRET }, 'PAYLOAD_ENCRYPTION_KEYS is not set'],
     ['API', 'with a short payload key', API, { SIGNING_SECRET: good.SIGNING_SECRET, PAYLOAD_ENCRYPTION_KEYS: keyRing(randomBytes(16)) }, 'PAYLOAD_ENCRYPTION_KEYS key \\"k1\\" is 16 bytes long'],
     ['worker', 'without SIGNING_SECRET', WORKER, { PAYLOAD_ENCRYPTION_KEYS: good.PAYLOAD_ENCRYPTION_KEYS }, 'SIGNING_SECRET is not set'],
     ['worker', 'with a short payload key', WORKER, { SIGNING_SECRET: good.SIGNING_SECRET, PAYLOAD_ENCRYPTION_KEYS: keyRing(randomBytes(16)) }, 'PAYLOAD_ENCRYPTION_KEYS key \\"k1\\" is 16 bytes long'],
