@@ -77,6 +77,34 @@ describe('tools', () => {
     expect(logs.body.data[0].tool_names).toEqual(['lookup_order']);
   });
 
+  it('runs the tool calls of one reply at once and feeds their results back in the model\'s order', async () => {
+    // This target answers no call until all three have arrived: made one after another, the first never gets its answer.
+    const waiting: { id: string; answer: () => void }[] = [];
+    const together = createServer(async (req, res) => {
+      const { id } = JSON.parse(await readBody(req)) as { id: string };
+      waiting.push({ id, answer: () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ order: id })) });
+      if (waiting.length === 3) for (const w of waiting.splice(0)) w.answer();
+    });
+    await new Promise<void>((resolve) => together.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(together.address() as AddressInfo).port}/orders`;
+      const t = await tenant({ config: { tools: [{ type: 'http', name: 'lookup_order', description: 'Find an order', parameters: { type: 'object', properties: { id: { type: 'string' } } }, url }] } });
+      const calls = ['A1', 'B2', 'C3'].map((id) => ({ name: 'lookup_order', arguments: JSON.stringify({ id }) }));
+      await scriptModel(t.model, [{ toolCalls: calls }, { text: 'All three found.' }]);
+      const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Where are A1, B2 and C3?' } });
+      expect(res.status).toBe(200);
+      expect(res.body.output).toEqual([{ type: 'text', text: 'All three found.' }]);
+      const [, second] = await providerRequests(t.model);
+      expect(second.body.messages.slice(-3)).toEqual([
+        { role: 'tool', content: '{"order":"A1"}', tool_call_id: 'call_0' },
+        { role: 'tool', content: '{"order":"B2"}', tool_call_id: 'call_1' },
+        { role: 'tool', content: '{"order":"C3"}', tool_call_id: 'call_2' },
+      ]);
+    } finally {
+      together.close();
+    }
+  });
+
   it('fails the run with 502 tool_execution_failed when a required tool keeps failing, after its retries', async () => {
     received.length = 0;
     answers.push(500, 503, 500);

@@ -47,6 +47,8 @@ const RETRIEVAL_ATTEMPT_TIMEOUT = '10s';
 const RETRIEVAL_PATCH = 'knowledge-retrieval';
 /** Runs begun before their first call could settle them record no cancel. */
 const CANCEL_RECORD_PATCH = 'record-cancel';
+/** Runs begun before the tool calls of one reply ran at once make them one after another. */
+const PARALLEL_TOOLS_PATCH = 'parallel-tool-calls';
 
 /**
  * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds. A run
@@ -84,6 +86,17 @@ function failureOf(err: unknown, deadline: Deadline): Failure {
   const cause = err instanceof ActivityFailure ? err.cause : err;
   if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return { code: cause.type, message: cause.message };
   return { code: 'internal_error', message: 'The run failed inside the service.' };
+}
+
+/** Each call after the one before, stopping at the first failure (as runs begun before parallel tool calls did). */
+async function oneAfterAnother<R>(calls: ToolCall[], use: (call: ToolCall) => Promise<R | string>): Promise<(R | string)[]> {
+  const results: (R | string)[] = [];
+  for (const call of calls) {
+    const result = await use(call);
+    results.push(result);
+    if (typeof result !== 'string') break;
+  }
+  return results;
 }
 
 /** Thrown inside the run when its deadline has passed before a call could start. */
@@ -227,10 +240,11 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     for (let round = 0; reply.toolCalls.length > 0; round++) {
       if (round === MAX_TOOL_ROUNDS) return { code: 'tool_execution_failed', message: `The agent did not answer within ${MAX_TOOL_ROUNDS} tool rounds.` };
       toolTurns.push({ role: 'assistant', content: reply.text || null, tool_calls: reply.toolCalls });
-      for (const call of reply.toolCalls) {
-        const result = await useTool(call);
+      // The calls of one reply run at once, each its own activity; their results go back in the model's order.
+      const results = patched(PARALLEL_TOOLS_PATCH) ? await Promise.all(reply.toolCalls.map(useTool)) : await oneAfterAnother(reply.toolCalls, useTool);
+      for (const [i, result] of results.entries()) {
         if (typeof result !== 'string') return result;
-        toolTurns.push({ role: 'tool', content: result, tool_call_id: call.id });
+        toolTurns.push({ role: 'tool', content: result, tool_call_id: reply.toolCalls[i].id });
       }
       if (handoff) return [...(reply.text ? [{ type: 'text' as const, text: reply.text }] : []), { type: 'handoff', text: handoff.reason }];
       reply = await ask();
