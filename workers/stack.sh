@@ -16,6 +16,9 @@ export MODEL_PROVIDER="${MODEL_PROVIDER:-local}"
 # serve metrics without METRICS_TOKEN. Outside it they refuse weak secrets (README, Configuration).
 export DEVELOPMENT_MODE="${DEVELOPMENT_MODE:-1}"
 UI_PORT="${TEMPORAL_UI_PORT:-8233}"
+# The UI decodes runs' sealed payloads through the API's codec endpoint, which in development mode
+# answers this machine's callers without the operator token (README, "Keys and the codec endpoint").
+export CODEC_ALLOWED_ORIGINS="${CODEC_ALLOWED_ORIGINS:-http://127.0.0.1:$UI_PORT,http://localhost:$UI_PORT}"
 
 pids=()
 stop() {
@@ -33,7 +36,7 @@ else
   echo "stack: starting the Temporal dev server (state in .data/temporal.db)" >&2
   mapfile -t dev_flags < <(grep -v -e '^#' -e '^$' workers/temporal-dev-server.args)
   .tools/bin/temporal server start-dev \
-    --ip 127.0.0.1 --port "${TEMPORAL_ADDRESS##*:}" --ui-port "$UI_PORT" \
+    --ip 127.0.0.1 --port "${TEMPORAL_ADDRESS##*:}" --ui-port "$UI_PORT" --ui-codec-endpoint "http://127.0.0.1:$PORT/codec" \
     --db-filename .data/temporal.db --log-level warn "${dev_flags[@]}" \
     >.data/temporal.log 2>&1 &
   pids+=($!)

@@ -21,9 +21,17 @@ const toWire = (p: Payload): WirePayload => ({
   data: Buffer.from(p.data ?? []).toString('base64'),
 });
 
-/** The operator credential: CODEC_OPERATOR_TOKEN as a bearer token (constant-time compare); without it the endpoint is off. */
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+
+/**
+ * The operator credential: CODEC_OPERATOR_TOKEN as a bearer token (constant-time compare). Without
+ * it the endpoint is off, except in development mode for callers on this machine (the socket's own
+ * address, never a forwarded one): there the dev stack's Temporal UI, which sends no credential of
+ * its own, decodes runs out of the box.
+ */
 const operator: Middleware<AppState> = async (ctx, next) => {
   const token = config().codecOperatorToken;
+  if (!token && config().developmentMode && LOOPBACK.has(ctx.req.socket.remoteAddress ?? '')) return next();
   if (!token) throw new ServiceError('not_implemented', 'The codec endpoint is off: set CODEC_OPERATOR_TOKEN to serve it.');
   const wait = addressRefusedFor(ctx.ip);
   if (wait !== undefined) throw new ServiceError('rate_limited', 'Too many failed authentications from this address; retry after the window ends.', { 'Retry-After': String(wait) });
