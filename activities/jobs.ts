@@ -1,11 +1,12 @@
 import { ServiceError } from '../domain/errors';
 import { mintId } from '../domain/ids';
-import { jobOutcome, type JobType } from '../domain/jobs';
+import { ITEM_SCOPE, jobOutcome, type JobType } from '../domain/jobs';
+import { isRole, ROLE_SCOPES } from '../domain/members';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import type { Scope } from '../domain/scopes';
 import { releaseReservation } from '../db/creditReservations';
 import { extractionById } from '../db/extractions';
-import { cancelQueuedItems, itemDone, itemRunning, itemWithdrawn, itemsFrom, jobById, jobCounts, finishJobRecord, startJobRecord } from '../db/jobs';
+import { cancelQueuedItems, itemDone, itemRunning, itemWithdrawn, itemsFrom, jobById, jobCounts, jobCreator, finishJobRecord, startJobRecord } from '../db/jobs';
 import { ingestionById } from '../db/knowledgeIngestions';
 import { createExtraction } from '../api/extractions';
 import { createIngestion } from '../api/ingestions';
@@ -49,6 +50,7 @@ export async function startJobItem(s: { jobId: string; type: JobType; params: Re
   const ids = { requestId: job.request_id, traceId: job.trace_id };
   let started: StartedItem;
   try {
+    await requireCreatorScope(job.id, s.type);
     if (s.type === 'runs.batch') {
       const request = parseExecutionRequest(s.item.item);
       const run = await planRun({ workspace: s.workspace, scopes: ITEM_SCOPES, ...ids }, request, { kind: 'agent_run', agentPublicId: String(s.params.agent) }, mintId('run'), () => undefined);
@@ -72,6 +74,22 @@ export async function startJobItem(s: { jobId: string; type: JobType; params: Re
   const resource = started.kind === 'run' ? started.run.runId : started.kind === 'ingestion' ? started.ingestionId : started.kind === 'extraction' ? started.extractionId : '';
   await itemRunning(job.id, s.item.seq, resource);
   return started;
+}
+
+/**
+ * The job's creator still holds the scope of what its items do: a key revoked, expired or changed
+ * since, or a member revoked or moved to a role without it, stops the job's unstarted items (each
+ * fails permission_denied). Jobs created before creators were recorded name none and go on.
+ */
+async function requireCreatorScope(jobKey: number, type: JobType): Promise<void> {
+  const creator = await jobCreator(jobKey);
+  const scope = ITEM_SCOPE[type];
+  const holds =
+    !creator ||
+    (creator.keyLive === null && creator.memberLive === null) ||
+    (creator.keyLive === true && (creator.keyScopes ?? []).includes(scope)) ||
+    (creator.memberLive === true && creator.memberRole !== null && isRole(creator.memberRole) && ROLE_SCOPES[creator.memberRole].includes(scope));
+  if (!holds) throw new ServiceError('permission_denied', `The credential that created this job no longer holds "${scope}" (revoked, expired or changed): its remaining items do not run.`);
 }
 
 /** The item's outcome, from its run's outcome or its ingestion's or extraction's record. */

@@ -21,7 +21,14 @@ export interface JobItemRow {
 const COLUMNS = 'id, public_id, workspace_id, type, params, status, cancel_requested, items_total, request_id, trace_id, created_at, started_at, completed_at';
 
 const INSERT = statement(
-  `INSERT INTO jobs (public_id, workspace_id, type, params, items_total, request_id, trace_id) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+  `INSERT INTO jobs (public_id, workspace_id, type, params, items_total, request_id, trace_id, created_by_key, created_by_member) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+);
+// The creator as it stands now: its scopes (a key's, or a member's role), and whether it still holds them at all.
+const CREATOR = statement(
+  `SELECT k.scopes AS "keyScopes", (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) AS "keyLive",
+          m.role AS "memberRole", m.revoked_at IS NULL AS "memberLive"
+     FROM jobs j LEFT JOIN api_keys k ON k.id = j.created_by_key LEFT JOIN members m ON m.id = j.created_by_member
+    WHERE j.id = $1`,
 );
 const INSERT_ITEMS = statement('INSERT INTO job_items (job_id, seq, item) SELECT $1, seq - 1, item FROM unnest($2::jsonb[]) WITH ORDINALITY AS t(item, seq)');
 const FIND = statement(`SELECT ${COLUMNS} FROM jobs WHERE public_id = $1 AND workspace_id = $2`);
@@ -44,9 +51,19 @@ const CANCEL_QUEUED = statement(`UPDATE job_items SET status = 'cancelled' WHERE
 const FINISH = statement(`UPDATE jobs SET status = $2, completed_at = now() WHERE id = $1 AND status IN ('queued', 'running')`);
 
 /** The job and its items, in one transaction: an accepted job has all of them. */
-export function insertJob(j: { publicId: string; workspaceId: number; type: JobType; params: Record<string, unknown>; items: unknown[]; requestId: string; traceId: string }): Promise<void> {
+export function insertJob(j: {
+  publicId: string;
+  workspaceId: number;
+  type: JobType;
+  params: Record<string, unknown>;
+  items: unknown[];
+  requestId: string;
+  traceId: string;
+  /** The creating key or member (the API always names one). */
+  createdBy?: { keyKey: number | null; memberKey: number | null };
+}): Promise<void> {
   return transaction(async (tx) => {
-    const [job] = await tx.rows<{ id: number }>(INSERT, [j.publicId, j.workspaceId, j.type, JSON.stringify(j.params), j.items.length, j.requestId, j.traceId]);
+    const [job] = await tx.rows<{ id: number }>(INSERT, [j.publicId, j.workspaceId, j.type, JSON.stringify(j.params), j.items.length, j.requestId, j.traceId, j.createdBy?.keyKey ?? null, j.createdBy?.memberKey ?? null]);
     await tx.rowCount(INSERT_ITEMS, [job.id, j.items.map((item) => JSON.stringify(item))]);
   });
 }
@@ -112,4 +129,19 @@ export async function cancelQueuedItems(jobKey: number, on: Sql = sql): Promise<
 
 export async function finishJobRecord(jobKey: number, status: JobStatus, on: Sql = sql): Promise<void> {
   await on.rowCount(FINISH, [jobKey, status]);
+}
+
+export interface JobCreator {
+  /** The creating key's scopes and whether it is neither revoked nor expired; null when a member created the job. */
+  keyScopes: string[] | null;
+  keyLive: boolean | null;
+  /** The creating member's role and whether the member is not revoked; null when a key created the job. */
+  memberRole: string | null;
+  memberLive: boolean | null;
+}
+
+/** Who created the job, as they stand now (jobs created before creators were recorded: all null). */
+export async function jobCreator(jobKey: number, on: Sql = sql): Promise<JobCreator | undefined> {
+  const [row] = await on.rows<JobCreator>(CREATOR, [jobKey]);
+  return row;
 }

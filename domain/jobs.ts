@@ -1,3 +1,5 @@
+import type { Scope } from './scopes';
+
 /** Jobs: queued work over many items, each item a run, an ingestion or an extraction. */
 
 export const JOB_TYPES = ['runs.batch', 'knowledge.ingest', 'extractions.batch'] as const;
@@ -16,6 +18,16 @@ export const JOB_CONCURRENCY = 16;
  * events (2,700-2,750 measured) however many items the job has.
  */
 export const ITEMS_PER_EXECUTION = 200;
+
+/**
+ * The scope of the operation each item performs: a job's creator needs it besides jobs:create, and
+ * still holds it when each item starts (scopes never imply one another).
+ */
+export const ITEM_SCOPE: Record<JobType, Scope> = {
+  'runs.batch': 'agents:run',
+  'knowledge.ingest': 'knowledge:write',
+  'extractions.batch': 'extractions:create',
+};
 
 /** What each item of a job becomes. */
 export const RESOURCE_OF_TYPE: Record<JobType, 'run' | 'knowledge_ingestion' | 'extraction'> = {

@@ -1,15 +1,16 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { ITEMS_PER_EXECUTION } from '../domain/jobs';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
 import { dataConverter } from '../infra/payloadCodec';
 import { uploadedDocument } from './support/documents';
-import { call, providerRequests, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
+import * as admin from '../admin/commands';
+import { ITEMS_PER_EXECUTION, JOB_CONCURRENCY } from '../domain/jobs';
+import { call, heldRequests, providerRequests, releaseHeld, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
 
 const api = useApi();
-const SCOPES = ['jobs:create', 'jobs:read', 'jobs:cancel', 'documents:create', 'knowledge:write', 'knowledge:read', 'extractions:read', 'logs:read'];
+const SCOPES = ['jobs:create', 'jobs:read', 'jobs:cancel', 'agents:run', 'documents:create', 'knowledge:write', 'knowledge:read', 'extractions:create', 'extractions:read', 'logs:read'];
 
 // Each run in flight holds its maximum cost (about 90,000 credits for the default agent), 16 at a time.
 const jobTenant = () => tenant({ scopes: SCOPES, credits: 1_000_000_000 });
@@ -220,4 +221,42 @@ describe('a 1,000-item job', () => {
       await client.connection.close();
     }
   }, 300_000);
+});
+
+describe('job scopes', () => {
+  it('needs the scope of what its items do besides jobs:create: a key with jobs:create alone creates no job of any type', async () => {
+    const t = await tenant({ scopes: ['jobs:create', 'jobs:read'] });
+    const doc = 'doc_01h00000000000000000000000';
+    for (const [type, scope, params, items] of [
+      ['runs.batch', 'agents:run', { agent: t.agent }, [{ input: 'x' }]],
+      ['knowledge.ingest', 'knowledge:write', { collection: 'handbook' }, [doc]],
+      ['extractions.batch', 'extractions:create', { schema: { type: 'object', properties: { total: { type: 'number' } } } }, [doc]],
+    ] as const) {
+      const res = await create(t, { type, params, items });
+      expect([res.status, res.body.error?.code, res.body.error?.message]).toEqual([403, 'permission_denied', expect.any(String)]);
+      expect(res.body.error.message).toContain(scope);
+    }
+    expect((await call(api.url, 'GET', '/api/v2/jobs', { key: t.key })).body.data).toEqual([]);
+  });
+
+  it("a revoked key stops its job's unstarted items: they fail permission_denied and reach no model", async () => {
+    const t = await jobTenant();
+    const key = await admin.createWorkspaceKey({ workspace: t.workspace, scopes: ['jobs:create', 'jobs:read', 'agents:run'].join(',') });
+    const total = JOB_CONCURRENCY + 4;
+    // The first window's runs are held at the provider until the key is revoked.
+    await scriptModel(t.model, Array.from({ length: total }, () => ({ text: 'done', hold: true })));
+    const accepted = await call(api.url, 'POST', '/api/v2/jobs', { key: key.key, body: { type: 'runs.batch', params: { agent: t.agent }, items: Array.from({ length: total }, (_, n) => ({ input: `q${n}` })) } });
+    expect(accepted.status).toBe(202);
+    await until(async () => ((await heldRequests(t.model)) === JOB_CONCURRENCY ? true : undefined), 'the first window of runs to reach the model');
+    await admin.revokeKey({ id: key.id });
+    await releaseHeld(t.model);
+    const done = await finished(t, accepted.body.id);
+    expect(done.status).toBe('failed');
+    const items = done.items.data as { status: string; error: { code: string } | null }[];
+    expect(items.filter((i) => i.status === 'completed')).toHaveLength(JOB_CONCURRENCY);
+    const stopped = items.filter((i) => i.status === 'failed');
+    expect(stopped).toHaveLength(4);
+    expect(stopped.every((i) => i.error?.code === 'permission_denied')).toBe(true);
+    expect(await providerRequests(t.model)).toHaveLength(JOB_CONCURRENCY);
+  });
 });

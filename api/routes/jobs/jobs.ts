@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { mintId, mintTraceId } from '../../../domain/ids';
-import { jobObject, type JobStatus, type JobType } from '../../../domain/jobs';
+import { ITEM_SCOPE, jobObject, type JobStatus, type JobType } from '../../../domain/jobs';
+import { requireScope } from '../../credentials';
 import { findJob, insertJob, jobCounts, jobItems, jobPage, requestCancel, type JobRow } from '../../../db/jobs';
 import { temporal } from '../../../infra/temporalClient';
 import { cancelJobWorkflow, startJobWorkflow } from '../../../workflows/job.client';
@@ -23,6 +24,12 @@ async function bodyIdempotencyKey(ctx: Context & { state: AppState & { input: { 
   await next();
 }
 
+/** A job's items run under its creator's scopes: creating one needs the scope of what its items do, besides jobs:create. */
+async function requireItemScope(ctx: Context & { state: AppState & { input: { body: JobRequest } } }, next: Next): Promise<void> {
+  requireScope(ctx.state.principal!, [ITEM_SCOPE[ctx.state.input.body.type]]);
+  await next();
+}
+
 async function record(job: JobRow): Promise<Record<string, unknown>> {
   return jobObject(job, await jobCounts(job.id));
 }
@@ -39,6 +46,7 @@ export function jobsRoutes(router: Router<AppState>): void {
     '/api/v2/jobs',
     validate(CreateJob, sameIdempotencyKey),
     authorize({ scopes: ['jobs:create'], endpoint: 'jobs_create' }),
+    requireItemScope,
     bodyIdempotencyKey,
     idempotent('Idempotent-Replay'),
     async (ctx) => {
@@ -52,7 +60,7 @@ export function jobsRoutes(router: Router<AppState>): void {
       const id = resumed ?? mintId('job');
       await ctx.state.recovery?.begin(id);
       ctx.state.traceId ??= mintTraceId();
-      await insertJob({ publicId: id, workspaceId: workspace.id, type: body.type, params: body.params, items: body.items, requestId: ctx.state.requestId, traceId: ctx.state.traceId });
+      await insertJob({ publicId: id, workspaceId: workspace.id, type: body.type, params: body.params, items: body.items, requestId: ctx.state.requestId, traceId: ctx.state.traceId, createdBy: { keyKey: ctx.state.principal!.keyKey, memberKey: ctx.state.principal!.memberKey } });
       await accepted(ctx, (await findJob(workspace.id, id))!);
     },
   );
