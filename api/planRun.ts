@@ -94,7 +94,7 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
     requestId: who.requestId,
     traceId: who.traceId ?? mintTraceId(),
     workspace,
-    agent: { id: agent.id, publicId: agent.publicId, version, config },
+    agent: { id: agent.id, publicId: agent.publicId, name: agent.name, version, config },
     ...(target.conversation && { conversation: { id: target.conversation.id, publicId: target.conversation.publicId, channel: target.conversation.channel } }),
     ...(request.externalRef && { externalRef: request.externalRef }),
     input: request.input,

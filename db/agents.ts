@@ -20,6 +20,7 @@ const COLUMNS = `id, public_id AS "publicId", workspace_id AS "workspaceId", nam
 export interface RunnableAgent {
   id: number;
   publicId: string;
+  name: string;
   status: AgentStatus;
   publishedVersion: number;
   draftChanged: boolean;
@@ -29,7 +30,7 @@ export interface RunnableAgent {
 
 /** Everything an execution checks of the agent, in one round trip (the hot path). */
 const RUNNABLE = statement(
-  `SELECT a.id, a.public_id AS "publicId", a.status, a.published_version AS "publishedVersion", a.draft_changed AS "draftChanged",
+  `SELECT a.id, a.public_id AS "publicId", a.name, a.status, a.published_version AS "publishedVersion", a.draft_changed AS "draftChanged",
           a.draft_config AS "draftConfig", v.config AS "publishedConfig"
      FROM agents a
      LEFT JOIN agent_versions v ON v.agent_id = a.id AND v.version = a.published_version

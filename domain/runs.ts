@@ -57,7 +57,8 @@ export interface RunInput {
   requestId: string;
   traceId: string;
   workspace: { id: number; publicId: string; tenantRef: string | null; partnerPublicId: string | null };
-  agent: { id: number; publicId: string; version: number; config: AgentConfig };
+  /** `name`: for the Temporal UI's summary of the run (runs planned before it was kept have none). */
+  agent: { id: number; publicId: string; name?: string; version: number; config: AgentConfig };
   /** Conversation the run belongs to, when it already exists (posting a message). */
   conversation?: { id: number; publicId: string; channel: string };
   /** agent runs resolve or open their conversation by this reference. */

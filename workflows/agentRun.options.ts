@@ -1,5 +1,6 @@
 import type { RunInput, RunResponse } from '../domain/runs';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { runDescribed } from './summaries';
 import { RUN_EXECUTION_MARGIN_MS } from './timings';
 
 /** The queue agentRun workflows run on. */
@@ -33,5 +34,6 @@ export function runStartOptions(input: RunInput, taskQueue: string = RUN_QUEUE) 
       { key: SEARCH_ATTRIBUTES.kind, value: input.kind },
     ],
     memo: { ...memo },
+    ...runDescribed(input),
   };
 }

@@ -118,8 +118,10 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     return remaining + DEADLINE_GRACE_MS;
   };
   // Model calls: the first one (startRun) also records the run as running.
-  const modelCalls = () =>
+  // Each activity says what it is in the Temporal UI (its summary: metadata only, never content).
+  const modelCalls = (summary: string) =>
     proxyActivities<typeof activities>({
+      summary,
       scheduleToCloseTimeout: budget(),
       // A dead worker's call is retried after it; a cancel reaches the call with a heartbeat's answer (timings.ts).
       heartbeatTimeout: MODEL_HEARTBEAT_TIMEOUT_MS,
@@ -128,9 +130,14 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       retry: REMOTE_CALL_RETRY,
     });
   const retrieveKnowledge = (request: Parameters<typeof activities.retrieveKnowledge>[0]) =>
-    proxyActivities<typeof activities>({ startToCloseTimeout: RETRIEVAL_ATTEMPT_TIMEOUT, scheduleToCloseTimeout: budget(), retry: RETRIEVAL_RETRY }).retrieveKnowledge(request);
+    proxyActivities<typeof activities>({
+      summary: `retrieval from ${request.collections.length} collection${request.collections.length === 1 ? '' : 's'}`,
+      startToCloseTimeout: RETRIEVAL_ATTEMPT_TIMEOUT,
+      scheduleToCloseTimeout: budget(),
+      retry: RETRIEVAL_RETRY,
+    }).retrieveKnowledge(request);
   const callTool = (call: Parameters<typeof activities.callTool>[0]) =>
-    proxyActivities<typeof activities>({ startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
+    proxyActivities<typeof activities>({ summary: `tool ${call.tool.name}`, startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
 
   let begun: BegunRun | undefined;
   let settled: RunOutcome | undefined;
@@ -169,13 +176,14 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       repair,
       knowledge: passages,
     };
+    const summary = `model call ${call.call}${repair ? ' (repair)' : toolTurns.length > 0 ? ' (after tools)' : ''}`;
     let reply;
     if (!begun) {
       // A first reply that ends the run is settled by the call itself (one activity and two workflow tasks, as the floor).
-      ({ begun, settled, ...reply } = await modelCalls().startRun({ run: input, memory, call, settle: { knowledge: passageRefs() } }));
+      ({ begun, settled, ...reply } = await modelCalls(`${summary}, starting the run`).startRun({ run: input, memory, call, settle: { knowledge: passageRefs() } }));
     } else {
       const historyFrom = memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined;
-      reply = await modelCalls().generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom });
+      reply = await modelCalls(summary).generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom });
     }
     usage = addUsage(usage, reply.usage);
     usageEstimated ||= reply.usageEstimated === true;

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { extraction, ExtractionInput } from './extraction';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
+import { workDescribed } from './summaries';
 
 /** Everything the API does with extraction workflows: id (the extraction id), queue, search attributes and memo. */
 export const EXTRACTION_QUEUE: TaskQueue = 'background';
@@ -18,5 +19,6 @@ export async function startExtractionWorkflow(client: Client, input: ExtractionI
       { key: SEARCH_ATTRIBUTES.kind, value: 'extraction' },
     ],
     memo: { request_id: correlation.requestId, trace_id: correlation.traceId },
+    ...workDescribed('extraction', input.workspace.publicId, { extraction: input.extractionId, agent: correlation.agent, requestId: correlation.requestId, traceId: correlation.traceId }),
   });
 }

@@ -2,6 +2,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { job, JobInput } from './job';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
+import { workDescribed } from './summaries';
 
 /** Everything the API does with job workflows: id (the job id), queue, search attributes, memo, cancel. */
 export const JOB_QUEUE: TaskQueue = 'background';
@@ -17,6 +18,7 @@ export async function startJobWorkflow(client: Client, input: JobInput, correlat
       { key: SEARCH_ATTRIBUTES.kind, value: 'job' },
     ],
     memo: { request_id: correlation.requestId, trace_id: correlation.traceId, type: input.type },
+    ...workDescribed(`job ${input.type}`, input.workspace.publicId, { job: input.jobId, requestId: correlation.requestId, traceId: correlation.traceId }),
   });
 }
 

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { IngestionInput, knowledgeIngestion } from './knowledgeIngestion';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
+import { workDescribed } from './summaries';
 
 /** Everything the API does with knowledgeIngestion workflows: id (the ingestion id), queue, search attributes and memo. */
 export const INGESTION_QUEUE: TaskQueue = 'background';
@@ -21,5 +22,6 @@ export async function startIngestionWorkflow(client: Client, input: IngestionInp
       { key: SEARCH_ATTRIBUTES.kind, value: 'knowledge_ingestion' },
     ],
     memo: { request_id: correlation.requestId, trace_id: correlation.traceId },
+    ...workDescribed('knowledge ingestion', input.workspaceId, { ingestion: input.ingestionId, requestId: correlation.requestId, traceId: correlation.traceId }),
   });
 }

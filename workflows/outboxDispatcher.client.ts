@@ -1,6 +1,7 @@
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { ensureSchedule } from './ensureSchedule';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { serviceDescribed } from './summaries';
 import { DISPATCH_EVERY_MS } from './timings';
 
 /** The dispatcher's Schedule: visible, pausable and triggerable under this id in the Temporal UI. */
@@ -26,6 +27,7 @@ export async function ensureOutboxDispatcher(client: Client): Promise<void> {
       args: [],
       workflowExecutionTimeout: DISPATCH_EVERY_MS * 10,
       typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'outbox_dispatcher' }],
+    ...serviceDescribed(['outbox dispatcher', 'outbox events → webhook deliveries']),
     },
   });
 }

@@ -8,6 +8,7 @@ import { DISPATCH_EVERY_MS, DISPATCH_PASS_MS } from './timings';
  * pass is retried on another; both halves are idempotent, so nothing is lost or sent twice.
  */
 const { dispatchOutbox } = proxyActivities<typeof activities>({
+  summary: 'dispatcher pass: outbox events to deliveries',
   startToCloseTimeout: DISPATCH_PASS_MS * 3,
   heartbeatTimeout: '10s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },

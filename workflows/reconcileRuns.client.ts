@@ -2,6 +2,7 @@ import { ScheduleOverlapPolicy, type Client, type WorkflowResultType } from '@te
 import type { reconcileRuns } from './reconcileRuns';
 import { ensureSchedule } from './ensureSchedule';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { serviceDescribed } from './summaries';
 import { RECONCILE_EVERY_MS } from './timings';
 
 /** The Schedule that runs the reconciler, visible (and pausable) in the Temporal UI under this id. */
@@ -25,6 +26,7 @@ export async function ensureReconcileSchedule(client: Client): Promise<void> {
       args: [],
       workflowExecutionTimeout: RECONCILE_EVERY_MS * 10,
       typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'reconcile' }],
+      ...serviceDescribed(['reconciler', 'settles runs whose workflow ended without settling']),
     },
   });
 }

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { report, ReportInput } from './report';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
+import { workDescribed } from './summaries';
 
 /** Everything the API does with report workflows: id (the report id), queue, search attributes and memo. */
 export const REPORT_QUEUE: TaskQueue = 'background';
@@ -18,5 +19,6 @@ export async function startReportWorkflow(client: Client, input: ReportInput): P
       { key: SEARCH_ATTRIBUTES.kind, value: 'report' },
     ],
     memo: { request_id: input.run.requestId, trace_id: input.run.traceId },
+    ...workDescribed(`report (${input.format})`, input.run.workspace.publicId, { report: input.reportId, agent: input.run.agent.publicId, run: input.run.runId, requestId: input.run.requestId, traceId: input.run.traceId }),
   });
 }

@@ -2,6 +2,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { webhookDelivery, WebhookDeliveryInput } from './webhookDelivery';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
+import { serviceDescribed } from './summaries';
 
 /** How webhook delivery workflows are started: id, queue, search attributes. */
 export const WEBHOOK_QUEUE: TaskQueue = 'webhooks';
@@ -35,6 +36,7 @@ export async function startDelivery(client: Client, s: DeliveryStart): Promise<v
       { key: SEARCH_ATTRIBUTES.workspaceId, value: s.workspacePublicId },
       { key: SEARCH_ATTRIBUTES.kind, value: 'webhook_delivery' },
     ],
+    ...serviceDescribed(['webhook delivery', s.generation > 0 ? `resend ${s.generation}` : undefined, s.workspacePublicId], { delivery: s.deliveryId, first_attempt: s.firstAttempt }),
   });
 }
 

@@ -21,9 +21,11 @@ export type DeliveryOutcome = 'succeeded' | 'failed' | 'skipped' | 'superseded';
  * records it and returns the verdict); these retries are for the service's own failures (PostgreSQL).
  */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };
-const { attemptDelivery } = proxyActivities<typeof activities>({ startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY });
+/** Each attempt says which it is in the Temporal UI. */
+const attemptDelivery = (a: Parameters<typeof activities.attemptDelivery>[0]) =>
+  proxyActivities<typeof activities>({ summary: `webhook attempt ${a.attempt}${a.last ? ' (last)' : ''}`, startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY }).attemptDelivery(a);
 /** Admission is one Redis script: a local activity, so a held delivery costs its history one marker per ask. */
-const { admitDeliveryAttempt } = proxyLocalActivities<typeof activities>({ startToCloseTimeout: '10s', retry: BOOKKEEPING_RETRY });
+const { admitDeliveryAttempt } = proxyLocalActivities<typeof activities>({ summary: 'partner rate admission', startToCloseTimeout: '10s', retry: BOOKKEEPING_RETRY });
 
 const FINAL = { delivered: 'succeeded', rejected: 'failed', skipped: 'skipped', superseded: 'superseded' } as const;
 

@@ -2,6 +2,7 @@ import type { Client } from '@temporalio/client';
 import type { webhookRecovery, WebhookRecoveryInput } from './webhookRecovery';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
+import { serviceDescribed } from './summaries';
 
 const QUEUE: TaskQueue = 'webhooks';
 
@@ -12,5 +13,6 @@ export async function startRecovery(client: Client, input: WebhookRecoveryInput)
     workflowId: input.recoveryId,
     args: [input],
     typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.kind, value: 'webhook_recovery' }],
+    ...serviceDescribed(['webhook recovery', input.endpointId], { since: input.since, until: input.until }),
   });
 }

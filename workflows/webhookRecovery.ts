@@ -10,6 +10,7 @@ export interface WebhookRecoveryInput {
 }
 
 const { recoverDeliveries } = proxyActivities<typeof activities>({
+  summary: 'reopen the window\'s failed and skipped deliveries',
   startToCloseTimeout: '2m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 });

@@ -1,0 +1,39 @@
+import { Client, Connection } from '@temporalio/client';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { dataConverter, payloadCodec } from '../infra/payloadCodec';
+import { closeAll, call, scriptModel, tenant, useApi } from './support/stack';
+
+/**
+ * What an operator reads in the Temporal UI's lists and pages: every workflow says what it is (its
+ * static summary and details), and every activity of a run which step it is (its summary).
+ */
+const api = useApi();
+let connection: Connection;
+let client: Client;
+beforeAll(async () => {
+  connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS });
+  client = new Client({ connection, dataConverter });
+});
+afterAll(async () => {
+  await connection.close();
+  await closeAll();
+});
+
+const opened = async (payload: Payload | null | undefined) => (payload ? defaultPayloadConverter.fromPayload<string>((await payloadCodec.decode([payload]))[0]) : undefined);
+
+describe('workflows and activities say what they are', () => {
+  it('a run: its agent, version, kind and workspace in the summary, its ids in the details, and each activity its step', async () => {
+    const t = await tenant({ config: { tools: [{ type: 'http', name: 'lookup_order', description: 'Find an order', parameters: { type: 'object', properties: {} }, url: 'http://127.0.0.1:9/never' }] } });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'missing_tool', arguments: '{}' }] }, { text: 'done' }]);
+    const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } });
+    expect(res.status).toBe(200);
+    const handle = client.workflow.getHandle(res.body.id);
+    await handle.result();
+    const described = await handle.describe();
+    expect(await described.staticSummary()).toBe(`run · agent "agent" v1 · response · ${t.workspace}`);
+    expect(await described.staticDetails()).toBe(`agent: ${t.agent}\nrequest_id: ${res.body.request_id}\ntrace_id: ${res.body.trace_id}`);
+    const history = await handle.fetchHistory();
+    const summaries = await Promise.all((history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).map((e) => opened(e.userMetadata?.summary)));
+    expect(summaries).toEqual(['model call 1, starting the run', 'model call 2 (after tools)']);
+  });
+});
