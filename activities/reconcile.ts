@@ -63,6 +63,7 @@ export async function settleAbandonedRuns(minAgeMs: number, cursor: ReconcileCur
       model: 'unknown',
       toolNames: [],
       ...(!cancelled && { error: { code: 'internal_error', message: 'The run stopped before it finished.' } }),
+      reconciled: true,
     });
     logger.warn({ run_id: run.runId, workflow: workflow?.state ?? 'missing' }, 'reconciler settled a run its workflow left open');
     settled.push(run.runId);

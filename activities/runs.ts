@@ -158,6 +158,8 @@ export interface Settlement {
   unlessCancelRequested?: boolean;
   /** Some call's usage was counted by the service, its provider having reported none. */
   usageEstimated?: boolean;
+  /** The reconciler settles the run: its workflow ended without settling it. */
+  reconciled?: boolean;
 }
 
 /** A settlement asked to give way to a cancel found one recorded: nothing was written. */
@@ -225,6 +227,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         unlessCancelRequested: s.unlessCancelRequested ?? false,
         refused: s.output.some((item) => item.type === 'refusal'),
         usageEstimated: s.usageEstimated ?? false,
+        reconciled: s.reconciled ?? false,
       },
       sql,
     );

@@ -19,6 +19,9 @@ const SCOPE_OF_KIND: Record<RunKind, Scope> = { response: 'responses:create', ag
 /** The scopes that can read some kind of run (the run endpoints admit any, then check the run's own). */
 export const RUN_READER_SCOPES = ['agents:run', 'responses:create', 'messages:create', 'reports:create', 'extractions:create'] as const;
 
+/** The kinds of run the caller may read: each kind needs the scope that creates it. */
+export const readableKinds = (principal: Principal): RunKind[] => (Object.keys(SCOPE_OF_KIND) as RunKind[]).filter((kind) => principal.scopes.has(SCOPE_OF_KIND[kind]));
+
 const readable = (principal: Principal, kind: string | undefined) => kind !== undefined && principal.scopes.has(SCOPE_OF_KIND[kind as RunKind]);
 
 /**

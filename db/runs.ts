@@ -79,7 +79,8 @@ const SETTLE = statement(
    ), charge AS (
      SELECT COALESCE((SELECT LEAST($9::bigint, credits) FROM reserved), $9::bigint) AS credits, COALESCE((SELECT credits FROM reserved), 0) AS held
    ), run AS (
-     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now() WHERE id = $2 AND (SELECT ok FROM go)
+     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now(), reconciled_at = CASE WHEN $23::boolean THEN now() END
+      WHERE id = $2 AND (SELECT ok FROM go)
    ), line AS (
      INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge WHERE (SELECT ok FROM go)
    ), log AS (
@@ -117,6 +118,8 @@ export interface RunSettlement {
   /** For the log entry: the output is a refusal; the usage was counted by the service (the provider reported none). */
   refused: boolean;
   usageEstimated: boolean;
+  /** The reconciler settles it (its workflow ended without settling). */
+  reconciled: boolean;
 }
 
 /**
@@ -147,6 +150,7 @@ export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ char
     s.unlessCancelRequested,
     s.refused,
     s.usageEstimated,
+    s.reconciled,
   ]);
   return balance;
 }
@@ -255,22 +259,51 @@ export interface RunListing {
   channel: string;
   total_tokens: number;
   error_code: string | null;
+  /** Settled by the reconciler. */
+  reconciled: boolean;
+  /** How long it waited in the queue (until it started; never started: until it ended, or until now). */
+  queued_ms: number;
   created_at: Date;
+  started_at: Date | null;
   completed_at: Date | null;
 }
 
+/** Filters of the run lists (the dashboard's, and GET /api/v2/runs: runs that need attention). */
+export interface RunFilters {
+  /** Kinds the caller may read (each kind needs its own scope); unset: every kind. */
+  kinds?: string[];
+  statuses?: string[];
+  agent?: string;
+  createdAfter?: Date;
+  createdBefore?: Date;
+  /** Runs that waited in the queue (until they started, or still) longer than this. */
+  queuedLongerThanMs?: number;
+  /** Settled by the reconciler (their workflow ended without settling them), or not. */
+  reconciled?: boolean;
+}
+
 const RUN_ANCHOR = statement('SELECT id FROM runs WHERE public_id = $1 AND workspace_id = $2');
+// A run's wait in the queue: until it started, or (never started) until it ended, or until now.
 const RUN_PAGE = statement(
   `SELECT r.public_id, r.kind, r.status, a.public_id AS agent, r.agent_version, r.channel, (r.usage->>'total_tokens')::int AS total_tokens,
-          r.error_code, r.created_at, r.completed_at
+          r.error_code, r.reconciled_at IS NOT NULL AS reconciled, r.created_at, r.started_at, r.completed_at,
+          floor(EXTRACT(EPOCH FROM (COALESCE(r.started_at, r.completed_at, now()) - r.created_at)) * 1000)::float8 AS queued_ms
      FROM runs r JOIN agents a ON a.id = r.agent_id
     WHERE r.workspace_id = $1 AND r.id < $2
+      AND ($4::text[] IS NULL OR r.kind = ANY($4::text[])) AND ($5::text[] IS NULL OR r.status = ANY($5::text[]))
+      AND ($6::text IS NULL OR a.public_id = $6)
+      AND ($7::timestamptz IS NULL OR r.created_at >= $7) AND ($8::timestamptz IS NULL OR r.created_at < $8)
+      AND ($9::bigint IS NULL OR COALESCE(r.started_at, r.completed_at, now()) - r.created_at > make_interval(secs => $9 / 1000.0))
+      AND ($10::boolean IS NULL OR (r.reconciled_at IS NOT NULL) = $10)
     ORDER BY r.id DESC
     LIMIT $3`,
 );
 
-/** Up to `limit` of the workspace's runs, newest first, after the run `after` (undefined: not the workspace's). */
-export async function runPage(workspaceId: number, after: string | undefined, limit: number, on: Sql = sql): Promise<RunListing[] | undefined> {
+/** Up to `limit` of the workspace's runs that pass the filters, newest first, after the run `after` (undefined: not the workspace's). */
+export async function runPage(workspaceId: number, after: string | undefined, limit: number, f: RunFilters = {}, on: Sql = sql): Promise<RunListing[] | undefined> {
   const before = await pageStart(RUN_ANCHOR, workspaceId, after, on);
-  return before === undefined ? undefined : on.rows<RunListing>(RUN_PAGE, [workspaceId, before, limit]);
+  if (before === undefined) return undefined;
+  return on.rows<RunListing>(RUN_PAGE, [
+    workspaceId, before, limit, f.kinds ?? null, f.statuses ?? null, f.agent ?? null, f.createdAfter ?? null, f.createdBefore ?? null, f.queuedLongerThanMs ?? null, f.reconciled ?? null,
+  ]);
 }

@@ -21,8 +21,8 @@ afterAll(async () => {
 });
 
 async function recorded(runId: string) {
-  const [row] = await db().query<{ status: string; error_code: string | null; lines: number; credits: number | null }>(
-    `SELECT r.status, r.error_code, (SELECT count(*)::int FROM ledger_lines l WHERE l.run_id = r.id) AS lines,
+  const [row] = await db().query<{ status: string; error_code: string | null; lines: number; credits: number | null; reconciled: boolean }>(
+    `SELECT r.status, r.error_code, r.reconciled_at IS NOT NULL AS reconciled, (SELECT count(*)::int FROM ledger_lines l WHERE l.run_id = r.id) AS lines,
             (SELECT credits::int FROM ledger_lines l WHERE l.run_id = r.id) AS credits
        FROM runs r WHERE r.public_id = :id`,
     { replacements: { id: runId }, type: QueryTypes.SELECT },
@@ -52,7 +52,8 @@ describe('the reconciler', () => {
     await new Promise((r) => setTimeout(r, 1_100));
     const { settled } = await reconcileNow(client, 1_000);
     expect(settled).toContain(input.runId);
-    expect(await recorded(input.runId)).toMatchObject({ status: 'failed', error_code: 'internal_error', lines: 1 });
+    // Marked as the reconciler's: GET /api/v2/runs?reconciled=true lists it among the runs that need attention.
+    expect(await recorded(input.runId)).toMatchObject({ status: 'failed', error_code: 'internal_error', lines: 1, reconciled: true });
 
     const events = await redis().xrange(runEventsKey(input.runId), '-', '+');
     const types = events.map(([, fields]) => fields[1]);

@@ -5,18 +5,42 @@ import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
 import { authorize } from '../../middleware/auth';
 import { validate, type Input } from '../../middleware/validate';
-import { RUN_READER_SCOPES, runAsItStands } from '../../runs';
+import { readableKinds, RUN_READER_SCOPES, runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
 import { cancelRun } from '../../cancelRun';
 import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../../../workflows/timings';
-import { CancelRun, FollowRunEvents, ReadRun } from './schema';
+import { CancelRun, FollowRunEvents, ListRuns, ReadRun } from './schema';
+import { runPage, type RunListing } from '../../../db/runs';
+import { listPage } from '../../listPage';
+import { workspaceOf } from '../../middleware/auth';
 
 /** The run settles cancelled once Temporal's cancel reaches its call (within the heartbeat timeout's 0.8); the answer waits that long to show it. */
 const CANCEL_WAIT_MS = MODEL_HEARTBEAT_TIMEOUT_MS;
 
-/** GET /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel. */
+/** GET /api/v2/runs (the runs that need attention), /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel. */
 export function runsRoutes(router: Router<AppState>): void {
+  router.get<{ input: Input<typeof ListRuns> }>(
+    '/api/v2/runs',
+    validate(ListRuns),
+    authorize({ scopes: RUN_READER_SCOPES, endpoint: 'runs_list' }),
+    async (ctx) => {
+      const { limit, after, filters: f } = ctx.state.input.query;
+      const principal = ctx.state.principal!;
+      const kinds = readableKinds(principal).filter((k) => f.kind === undefined || k === f.kind);
+      const rows = await runPage(workspaceOf(principal).id, after, limit + 1, {
+        kinds,
+        statuses: f.status?.split(','),
+        agent: f.agent,
+        createdAfter: f.created_after === undefined ? undefined : new Date(f.created_after),
+        createdBefore: f.created_before === undefined ? undefined : new Date(f.created_before),
+        queuedLongerThanMs: f.queued_longer_than_ms === undefined ? undefined : Number(f.queued_longer_than_ms),
+        reconciled: f.reconciled === undefined ? undefined : f.reconciled === 'true',
+      });
+      ctx.body = listPage(rows, limit, runSummary);
+    },
+  );
+
   router.get<{ input: Input<typeof ReadRun> }>(
     '/api/v2/runs/:run_id',
     validate(ReadRun),
@@ -58,4 +82,23 @@ export function runsRoutes(router: Router<AppState>): void {
       ctx.body = await runAsItStands(ctx.state.principal!, run.id);
     },
   );
+}
+
+/** A run in a list: metadata only (its output is read one run at a time, GET /api/v2/runs/{id}). */
+function runSummary(r: RunListing) {
+  return {
+    id: r.public_id,
+    object: 'run.summary',
+    status: r.status,
+    kind: r.kind,
+    agent: r.agent,
+    agent_version: r.agent_version,
+    error_code: r.error_code,
+    total_tokens: r.total_tokens,
+    queued_ms: r.queued_ms,
+    reconciled: r.reconciled,
+    created_at: r.created_at.toISOString(),
+    started_at: r.started_at?.toISOString() ?? null,
+    completed_at: r.completed_at?.toISOString() ?? null,
+  };
 }

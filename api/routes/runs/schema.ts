@@ -1,4 +1,11 @@
 import * as yup from 'yup';
+import { idFilter, listQuery, once, oneOfFilter } from '../../validation/listQuery';
+
+export const MAX_RUN_LIMIT = 100;
+const STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'blocked'];
+export const RUN_KINDS = ['response', 'agent_run', 'message', 'report', 'extraction'];
+
+const instant = (name: string) => once(name).test(name, `${name} must be an ISO 8601 time.`, (v) => v === undefined || (/^\d{4}-\d{2}-\d{2}T/.test(v) && !Number.isNaN(Date.parse(v))));
 
 const runParams = yup.object({ run_id: yup.string().required() });
 
@@ -9,4 +16,22 @@ export const CancelRun = { params: runParams };
 export const FollowRunEvents = {
   params: runParams,
   headers: yup.object({ 'last-event-id': yup.string().matches(/^\d+-\d+$/, 'Last-Event-ID must be an event id from this stream.') }),
+};
+
+/**
+ * GET /api/v2/runs: the workspace's runs, newest first, filtered to those that need attention:
+ * `status` (one or more, comma-separated: failed,blocked), `agent`, `kind`, `created_after` and
+ * `created_before`, `queued_longer_than_ms` (waited in the queue longer than that), `reconciled`
+ * (settled by the reconciler).
+ */
+export const ListRuns = {
+  query: listQuery('run', MAX_RUN_LIMIT, {
+    status: once('status').test('status', `status must be one or more of ${STATUSES.join(', ')}, comma-separated.`, (v) => v === undefined || v.split(',').every((s) => STATUSES.includes(s))),
+    agent: idFilter('agent', 'agent', 'an agent id (agt_…)'),
+    kind: oneOfFilter('kind', RUN_KINDS),
+    created_after: instant('created_after'),
+    created_before: instant('created_before'),
+    queued_longer_than_ms: once('queued_longer_than_ms').test('queued_longer_than_ms', 'queued_longer_than_ms must be a non-negative integer.', (v) => v === undefined || /^[0-9]{1,10}$/.test(v)),
+    reconciled: oneOfFilter('reconciled', ['true', 'false']),
+  }),
 };
