@@ -94,7 +94,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
 
   await migrate();
   const workspace = await createWorkspace({ name: 'bench', credits: 1_000_000_000_000 });
-  const key = await createWorkspaceKey({ workspace: workspace.id, scopes: 'responses:create,conversations:create,messages:create,logs:read,documents:create,knowledge:write,knowledge:read,jobs:create,jobs:read', name: 'bench' });
+  const key = await createWorkspaceKey({ workspace: workspace.id, scopes: 'responses:create,conversations:create,messages:create,logs:read,documents:create,knowledge:write,knowledge:read,jobs:create,jobs:read,agents:run', name: 'bench' });
   const agent = await createAgent({ workspace: workspace.id, name: 'bench', config: { model: 'bench', instructions: 'Answer briefly.' } });
   const knowledgeAgent = await createAgent({ workspace: workspace.id, name: 'bench-knowledge', config: { model: 'bench', instructions: 'Answer briefly.', knowledge: { collections: [COLLECTION] } } });
   await closeDb();
