@@ -1,23 +1,29 @@
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { Worker } from 'node:worker_threads';
 import { ApplicationFailure } from '@temporalio/activity';
+import pLimit from 'p-limit';
 import type { Extractor } from '../domain/knowledge';
+import { config } from '../infra/config';
 import type { WholeFormat } from './parsers';
 
 /**
- * Formats read whole (PDF, DOCX, HTML) are bounded: the file itself, and the heap its parser may use
- * (a thread of its own, so a document that inflates beyond it fails alone instead of taking the
- * worker down on every retry). Plain text and Markdown stream, bounded only by the upload limit.
+ * Formats read whole (PDF, DOCX, HTML) are bounded: the file itself, and what its parser may use.
+ * Each parse is a process of its own under OS limits (prlimit): its address space (PARSE_MEMORY_MB,
+ * which bounds the buffers a zip or a deflated PDF stream inflates into, outside V8's heap), its CPU
+ * time (PARSE_CPU_S) and its wall time. A document past them fails its ingestion alone, once, and
+ * the worker, with the runs it holds, never carries a parse's memory. At most PARSE_CONCURRENCY parse at
+ * once per worker, so a burst of uploads queues instead of multiplying that memory. Plain text and
+ * Markdown stream, bounded only by the upload limit.
  */
 export const MAX_PARSED_BYTES = 16 * 1024 * 1024;
 const PARSE_HEAP_MB = 128;
-/** A parse still running after this is given up (a pathological file). */
+/** A parse still running after this much wall time is given up (one starved of CPU as much as one using it). */
 const PARSE_TIMEOUT_MS = 5 * 60_000;
 
-// The thread runs compiled code: beside this file in dist/, or, when the activities run from source
+// The process runs compiled code: beside this file in dist/, or, when the activities run from source
 // (the test suite), from dist/ after npm run build.
-const PARSE_THREAD = __filename.endsWith('.ts') ? path.join(__dirname, '../dist/activities/parseThread.js') : path.join(__dirname, 'parseThread.js');
+const PARSE_PROCESS = __filename.endsWith('.ts') ? path.join(__dirname, '../dist/activities/parseProcess.js') : path.join(__dirname, 'parseProcess.js');
 
 /** Text as it comes out of a document, with how many of its bytes have been read. */
 export interface TextPiece {
@@ -49,24 +55,50 @@ async function readWhole(bytes: Readable, what: string): Promise<Buffer> {
   return Buffer.concat(parts, size);
 }
 
-/** Parses in a thread with a bounded heap and time; its pages, or the failure that ends the ingestion. */
+/**
+ * Parses in a process of its own under OS limits; its pages, or the failure that ends the ingestion.
+ * Whatever the file does to its parser (an exception, running out of memory or CPU) is the file's
+ * and final; only failing to start the process at all is the service's, and retried.
+ */
 function parseIsolated(format: WholeFormat, file: Buffer, what: string): Promise<string[]> {
+  return parses()(() => parseProcess(format, file, what));
+}
+
+let limit: pLimit.Limit | undefined;
+const parses = () => (limit ??= pLimit(config().parse.concurrency));
+
+function parseProcess(format: WholeFormat, file: Buffer, what: string): Promise<string[]> {
+  const { memoryMb, cpuS } = config().parse;
   return new Promise((resolve, reject) => {
-    const thread = new Worker(PARSE_THREAD, { workerData: { format, file }, resourceLimits: { maxOldGenerationSizeMb: PARSE_HEAP_MB } });
-    const timer = setTimeout(() => {
-      reject(unreadable(what, `parsing it took longer than ${PARSE_TIMEOUT_MS / 60_000} minutes.`));
-      void thread.terminate();
-    }, PARSE_TIMEOUT_MS);
-    thread.once('message', (answer: { pages?: string[]; unreadable?: boolean; message?: string }) => {
-      clearTimeout(timer);
-      void thread.terminate();
-      if (answer.pages) resolve(answer.pages);
-      // A parser's own failure (a bug, not the file) is retried like any other.
-      else reject(answer.unreadable ? unreadable(what, answer.message ?? '') : new Error(answer.message));
+    const child = spawn('prlimit', [`--as=${memoryMb * 1024 * 1024}`, `--cpu=${cpuS}`, '--', process.execPath, `--max-old-space-size=${PARSE_HEAP_MB}`, PARSE_PROCESS, format], {
+      stdio: ['pipe', 'pipe', 'ignore'],
     });
-    thread.once('error', (err: Error & { code?: string }) => {
+    const out: Buffer[] = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, PARSE_TIMEOUT_MS);
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    // A process that dies before reading all of stdin closes the pipe: its exit says why.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(file);
+    child.once('error', (err) => {
       clearTimeout(timer);
-      reject(err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? unreadable(what, `parsing it needs more than ${PARSE_HEAP_MB} MB of memory.`) : err);
+      reject(err);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      let answer: { pages?: string[]; unreadable?: string } | undefined;
+      try {
+        answer = code === 0 ? JSON.parse(Buffer.concat(out).toString('utf8')) : undefined;
+      } catch {
+        answer = undefined;
+      }
+      if (answer?.pages) return resolve(answer.pages);
+      if (answer?.unreadable) return reject(unreadable(what, answer.unreadable));
+      if (timedOut) return reject(unreadable(what, `parsing it took longer than ${PARSE_TIMEOUT_MS / 60_000} minutes.`));
+      reject(unreadable(what, `parsing it needs more memory or CPU than a parse is given (${memoryMb} MB, ${cpuS} s of CPU; ${signal ?? `exit ${code}`}).`));
     });
   });
 }

@@ -3,9 +3,9 @@ import mammoth from 'mammoth';
 import { extractText as extractPdfText } from 'unpdf';
 
 /**
- * The parsers of formats read whole, run in a thread of their own (parseThread.ts) with a bounded
- * heap: a small compressed file (a DOCX is a zip, PDF streams are deflated) can inflate far beyond
- * its size, and must not take the worker's heap, or its other activities, with it.
+ * The parsers of formats read whole, run in a process of their own (parseProcess.ts) under OS limits:
+ * a small compressed file (a DOCX is a zip, PDF streams are deflated) can inflate far beyond its
+ * size, and must not take the worker's memory, or the runs it holds, with it.
  */
 export type WholeFormat = 'html' | 'pdf' | 'docx';
 

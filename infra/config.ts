@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { API_WAIT_GRACE_MS, WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
 import { temporalConnectionOptions, type TemporalConnectionOptions } from './temporalConnection';
 
@@ -120,6 +121,8 @@ export interface Config {
   statelessStreamTtlS: number;
   /** Browser origins (a Temporal UI) allowed to call the codec endpoint. */
   codecAllowedOrigins: string[];
+  /** Parsing a document read whole (PDF, DOCX, HTML): a process of its own under these limits, so many at once per worker (activities/extract.ts). */
+  parse: { memoryMb: number; cpuS: number; concurrency: number };
   /** Documents: where new uploads are stored, the size bound, each workspace's quota, and how long transfer grants last. */
   documents: {
     storage: 'postgres' | 's3';
@@ -179,6 +182,12 @@ export function loadConfig(): Config {
     dbPoolMax: Math.max(1, int('DB_POOL_MAX', 20)),
     worker: workerCapacity(),
     codecAllowedOrigins: str('CODEC_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
+    // pdf.js alone reserves about 1.1 GB of address space before it reads a byte.
+    parse: {
+      memoryMb: Math.max(1152, int('PARSE_MEMORY_MB', 1536)),
+      cpuS: Math.max(1, int('PARSE_CPU_S', 60)),
+      concurrency: Math.max(1, int('PARSE_CONCURRENCY', os.availableParallelism())),
+    },
     documents: {
       storage: documentStorage(),
       maxBytes: int('DOCUMENT_MAX_BYTES', 100 * 1024 * 1024),
