@@ -13,7 +13,8 @@ MOTO_VERSION=5.2.5
 # Schemathesis: generates requests from the served OpenAPI document (test/schemathesis.test.ts).
 SCHEMATHESIS_VERSION=4.32.5
 
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# An install cut short can leave the lock's copy behind without the tools: tsc must be there too.
+if [ ! -f node_modules/.package-lock.json ] || [ ! -x node_modules/.bin/tsc ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: installing npm packages (npm ci)" >&2
   # Exactly what the lock file lists, for every platform: the suite checks that `npm ci` accepts it.
   npm ci --no-audit --no-fund --loglevel=error
