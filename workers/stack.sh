@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole stack on one machine: Temporal dev server (with its Web UI), one worker and the API.
+# The whole stack on one machine: Temporal dev server (with its Web UI), a model server (llama.cpp
+# serving SmolLM2-135M, unless MODEL_BASE_URL or MODEL_PROVIDER names another), one worker and the API.
 # Installs what is missing, creates and migrates the database, and stops everything it started on
 # Ctrl-C. Safe to run again: installs are skipped, the database and Temporal's SQLite file are kept.
 set -euo pipefail
@@ -11,7 +12,6 @@ mkdir -p .data
 
 export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
 export PORT="${PORT:-8080}"
-export MODEL_PROVIDER="${MODEL_PROVIDER:-local}"
 # A development stack: the API and the worker start with development secrets (with a warning) and
 # serve metrics without METRICS_TOKEN. Outside it they refuse weak secrets (README, Configuration).
 export DEVELOPMENT_MODE="${DEVELOPMENT_MODE:-1}"
@@ -44,6 +44,21 @@ else
   reachable "$TEMPORAL_ADDRESS" || { echo "stack: Temporal did not start; see .data/temporal.log" >&2; exit 1; }
 fi
 
+# The model: MODEL_BASE_URL names any OpenAI-compatible provider, MODEL_PROVIDER=local the quoting
+# provider (no model at all), MODEL_PROVIDER=openai alone OpenAI; with neither, the stack's own.
+model_line=""
+if [ -z "${MODEL_BASE_URL:-}" ] && [ -z "${MODEL_PROVIDER:-}" ]; then
+  MODEL_PORT="${MODEL_SERVER_PORT:-8081}"
+  echo "stack: starting the model server on 127.0.0.1:$MODEL_PORT (${MODEL_FILE:-SmolLM2-135M-Instruct}; log in .data/model.log)" >&2
+  MODEL_SERVER_PORT="$MODEL_PORT" .tools/bin/python workers/modelServer.py >.data/model.log 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$MODEL_PORT/health" >/dev/null && break; sleep 0.2; done
+  curl -sf "http://127.0.0.1:$MODEL_PORT/health" >/dev/null || { echo "stack: the model server did not start; see .data/model.log" >&2; exit 1; }
+  export MODEL_BASE_URL="http://127.0.0.1:$MODEL_PORT/v1"
+  model_line="  Model        http://127.0.0.1:$MODEL_PORT   (llama.cpp, ${MODEL_FILE:-SmolLM2-135M-Instruct})"
+fi
+export MODEL_PROVIDER="${MODEL_PROVIDER:-openai}"
+
 node dist/db/migrate.js >/dev/null
 # The worker and the API run exactly as `npm run start:worker` / `start:api` define them, without npm
 # in between, so that Ctrl-C's SIGTERM reaches them and they drain.
@@ -60,6 +75,7 @@ cat >&2 <<MSG
 
   API          http://127.0.0.1:$PORT   (health: /healthz, readiness: /readyz)
   Temporal UI  http://127.0.0.1:$UI_PORT
+$model_line
   Admin CLI    npm run admin -- workspace create --name demo --credits 100000
 
   Ctrl-C stops everything this command started.

