@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { startModelServer } from '../../workers/modelServer';
 import { freePort, startDevServer } from '../../workers/temporalDevServer';
 import { StubProvider } from './stubProvider';
 import { startS3Server } from './s3Server';
@@ -8,13 +9,14 @@ const SPARE_NAMESPACES = ['aes-blue', 'aes-green', 'aes-rekey'];
 
 /**
  * The real stack for the whole test run: an in-memory Temporal dev server, a fresh PostgreSQL
- * database with every migration, the stub provider, and one worker polling every task queue.
+ * database with every migration, the stub provider, the real model server (reached through the
+ * stub: test/realModel.test.ts), and one worker polling every task queue.
  * Test files inherit the environment set here and start their own in-process API.
  */
 export default async function globalSetup(): Promise<void> {
   // Namespaces of their own for tests of deployments beside the stack's (test/deliveryNamespaces.test.ts).
-  const [temporal, s3] = await Promise.all([startDevServer(SPARE_NAMESPACES), startS3Server()]);
-  const stub = new StubProvider();
+  const [temporal, s3, model] = await Promise.all([startDevServer(SPARE_NAMESPACES), startS3Server(), startModelServer()]);
+  const stub = new StubProvider(model.url);
   const stubUrl = await stub.start();
   const database = `aes_test_${randomBytes(4).toString('hex')}`;
   Object.assign(process.env, {
@@ -24,6 +26,7 @@ export default async function globalSetup(): Promise<void> {
     MODEL_BASE_URL: `${stubUrl}/v1`,
     MODEL_API_KEY: 'stub-key',
     STUB_URL: stubUrl,
+    TEST_MODEL_SERVER_URL: model.url,
     // Tool endpoints and webhook receivers in tests listen on loopback.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     // Webhook retries after 0.5, 1 and 1.5 s instead of 60 s, 5 min and 30 min; an endpoint failing
@@ -55,6 +58,6 @@ export default async function globalSetup(): Promise<void> {
   const workers = await startWorkers(['agent-runs', 'background', 'webhooks']);
   delete process.env.WORKER_METRICS_PORT;
   process.env.TEST_WORKER_METRICS_URL = `http://127.0.0.1:${metricsPort}/metrics`;
-  const handles: StackHandles = { temporal: temporal.process, s3, stub, workers, database };
+  const handles: StackHandles = { temporal: temporal.process, s3, model: model.process, stub, workers, database };
   (globalThis as { __stack?: StackHandles }).__stack = handles;
 }

@@ -6,6 +6,7 @@ import type { StubProvider } from './stubProvider';
 export interface StackHandles {
   temporal: ChildProcess;
   s3: ChildProcess;
+  model: ChildProcess;
   stub: StubProvider;
   workers: RunningWorkers;
   database: string;
@@ -18,7 +19,7 @@ export default async function globalTeardown(): Promise<void> {
   const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis'), import('../../infra/temporalClient')]);
   await Promise.all([closeDb(), closeRedis(), closeTemporal()]);
   await stack.stub.stop();
-  await Promise.all([stop(stack.temporal), stop(stack.s3)]);
+  await Promise.all([stop(stack.temporal), stop(stack.s3), stop(stack.model)]);
   const admin = new Client({ connectionString: 'postgres://postgres@127.0.0.1:5432/postgres' });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS "${stack.database}" WITH (FORCE)`);

@@ -1,11 +1,19 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
+import type { ReadableStream } from 'node:stream/web';
 import { LoopbackServer, readJson } from './loopbackServer';
 
 /**
  * A stub OpenAI-compatible Chat Completions server whose replies each test scripts. Scripts are
  * keyed by the request's `model`, so parallel test files never read each other's replies: each test
  * gives its agent a model name of its own.
+ *
+ * A model named `real:<anything>` is not scripted: its requests are recorded and relayed unchanged
+ * to the real model server (workers/modelServer.py), whose answer, status, body and stream as it
+ * wrote them, goes back unchanged. The worker has one provider URL; this lets a test file reach the
+ * real model through it.
  */
+export const REAL_MODEL_PREFIX = 'real:';
 export interface StubReply {
   /** Reply text; streamed as one chunk per element of `chunks` when given. */
   text?: string;
@@ -42,6 +50,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** True when the client went away before the reply finished. */
   aborted: boolean;
+  /** For a relayed request (`real:` models): the usage the real model server reported, once it has answered. */
+  relayedUsage?: { prompt_tokens: number; completion_tokens: number };
 }
 
 interface Script {
@@ -70,8 +80,18 @@ function toolCallsOf(reply: StubReply) {
   return (reply.toolCalls ?? []).map((c, index) => ({ index, id: `call_${index}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
 }
 
+/** The usage in an answer: the JSON body's, or the last SSE chunk's that carries one. */
+function reportedUsage(answer: string): RecordedRequest['relayedUsage'] {
+  const objects = answer.trimStart().startsWith('{') ? [answer] : answer.split('\n').filter((line) => line.startsWith('data: {')).map((line) => line.slice(6));
+  return objects.map((o) => JSON.parse(o).usage).filter(Boolean).at(-1);
+}
+
 export class StubProvider extends LoopbackServer {
   private readonly scripts = new Map<string, Script>();
+
+  constructor(private readonly realModelUrl?: string) {
+    super();
+  }
 
   private script(model: string): Script {
     let script = this.scripts.get(model);
@@ -120,6 +140,7 @@ export class StubProvider extends LoopbackServer {
     res.on('close', () => {
       if (!res.writableFinished) recorded.aborted = true;
     });
+    if (String(body.model).startsWith(REAL_MODEL_PREFIX)) return this.relay(body, recorded, res);
     if (script.replies[0]?.refusesJsonSchema && (body.response_format as { type?: string } | undefined)?.type === 'json_schema') {
       res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.", type: 'invalid_request_error' } }));
       return;
@@ -158,5 +179,20 @@ export class StubProvider extends LoopbackServer {
     send(chunk({}, reply.toolCalls ? 'tool_calls' : 'stop'));
     if (!reply.noUsage) send({ ...base, object: 'chat.completion.chunk', choices: [], usage: usageOf(reply) });
     res.end('data: [DONE]\n\n');
+  }
+
+  private async relay(body: Record<string, unknown>, recorded: RecordedRequest, res: ServerResponse): Promise<void> {
+    if (!this.realModelUrl) throw new Error('no real model server to relay to');
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    const answer = await fetch(`${this.realModelUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: abort.signal });
+    res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+    if (!answer.body) return void res.end();
+    const text: string[] = [];
+    Readable.fromWeb(answer.body as ReadableStream)
+      .on('data', (chunk: Buffer) => text.push(chunk.toString('utf8')))
+      .on('end', () => (recorded.relayedUsage = reportedUsage(text.join(''))))
+      .on('error', () => res.destroy())
+      .pipe(res);
   }
 }
