@@ -6,6 +6,7 @@ import { expectOk } from './operations';
 import type { PhaseUsage } from './processes';
 import type { Stack } from './stack';
 import { slowTag, tokenTag } from './stubProvider';
+import { timedFrames } from './sseFrames';
 
 /** A long run as a real model gives it: `chunks` deltas, each after `waitMs`. */
 export interface RunShape {
@@ -49,25 +50,14 @@ async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: n
     await expectOk(res, 'streamed POST /api/v2/responses');
     throw new Error('answered without an event stream');
   }
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
   let firstDeltaAt: number | undefined;
   const terminals: string[] = [];
   let runId = '';
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    const at = performance.now();
-    buffer += decoder.decode(value, { stream: true });
-    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-      const frame = buffer.slice(0, end);
-      const type = /^event: (.+)$/m.exec(frame)?.[1];
-      buffer = buffer.slice(end + 2);
-      if (type === 'response.output_text.delta') firstDeltaAt ??= at;
-      if (type === 'response.started') runId = /"id":"(run_[^"]+)"/.exec(frame)?.[1] ?? '';
-      if (type === 'response.completed' || type === 'response.failed' || type === 'response.cancelled') terminals.push(type);
-    }
+  for await (const { frame, at } of timedFrames(res)) {
+    const type = /^event: (.+)$/m.exec(frame)?.[1];
+    if (type === 'response.output_text.delta') firstDeltaAt ??= at;
+    if (type === 'response.started') runId = /"id":"(run_[^"]+)"/.exec(frame)?.[1] ?? '';
+    if (type === 'response.completed' || type === 'response.failed' || type === 'response.cancelled') terminals.push(type);
   }
   if (terminals.length !== 1 || terminals[0] !== 'response.completed' || firstDeltaAt === undefined) throw new Error(`stream ended with ${terminals.join(', ') || 'no terminal event'}`);
   const firstChunkAt = s.stub.takeFirstChunkAt(token) ?? NaN;

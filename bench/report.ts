@@ -8,6 +8,7 @@ import type { PhaseUsage } from './processes';
 import { STREAM_TAIL_MS } from './stubProvider';
 import type { IngestionFigures, RetrievalFigures } from './knowledge';
 import type { BatchFigures } from './jobs';
+import type { RealModelFigures } from './realModel';
 import type { WebhookFigures } from './webhooks';
 import type { GrowthFigures, GrowthPoint } from './growth';
 import type { StatementFigures } from './statements';
@@ -48,6 +49,8 @@ export interface Measured {
   batch?: BatchFigures;
   webhooks?: WebhookFigures;
   inflight?: InflightMeasured;
+  /** Not measured with --core, nor where the model server is not installed. */
+  realModel?: RealModelFigures;
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
@@ -162,6 +165,23 @@ const FAIRNESS = [
   'All processes, the load generator and the stub provider share this machine; the service runs at its default log level.',
 ];
 
+function realModelLines(r: RealModelFigures): string[] {
+  const fd = r.first_delta_ms;
+  return [
+    `real model (${r.runs_at_once} streamed runs at once, ${r.rounds} rounds, ${r.failures} failed${r.first_error ? `: ${r.first_error}` : ''}):`,
+    `  first delta p50 / p99 ms: service ${fd.service.p50} / ${fd.service.p99}, straight to the model server ${fd.direct.p50} / ${fd.direct.p99}; added ${fd.added_p50} / ${fd.added_p99}`,
+    `  batch time: service ${r.total_ms.service} ms, straight ${r.total_ms.direct} ms; ratio ${r.total_ms.ratio}`,
+  ];
+}
+
+/** `--real-model`: the phase's lines and targets, and bench/results/real-model.json. */
+export function reportRealModel(r: RealModelFigures | undefined): void {
+  if (!r) return;
+  const targets = [makeTarget('real_model_added_first_delta_p99_ms', r.first_delta_ms.added_p99, '<=', 100), makeTarget('real_model_total_time_ratio', r.total_ms.ratio, '<=', 1.1)];
+  const file = write('real-model.json', { date: new Date().toISOString(), nproc: availableParallelism(), real_model: r, targets });
+  process.stdout.write(`${['', ...realModelLines(r), '', 'targets (reported, not asserted):', ...targets.map(targetLine), `written: ${path.relative(process.cwd(), file)}`].join('\n')}\n`);
+}
+
 /** Prints the table and writes bench/results/latest.json; targets are reported, never asserted. */
 export function report(m: Measured): void {
   const inflight = m.inflight;
@@ -183,6 +203,9 @@ export function report(m: Measured): void {
     target('api_rss_mb_c32', rss.api, '<=', 200),
     target('worker_rss_mb_c32', rss.worker, '<=', 400),
     ...(inflight ? (inflightTargets(inflight, makeTarget) as ReturnType<typeof makeTarget>[]) : []),
+    ...(m.realModel
+      ? [target('real_model_added_first_delta_p99_ms', m.realModel.first_delta_ms.added_p99, '<=', 100), target('real_model_total_time_ratio', m.realModel.total_ms.ratio, '<=', 1.1)]
+      : []),
   ];
 
   const json = {
@@ -210,6 +233,7 @@ export function report(m: Measured): void {
     batch: m.batch,
     webhooks: m.webhooks,
     inflight,
+    real_model: m.realModel,
     rss_mb: rss,
     ratios,
     targets,
@@ -250,6 +274,7 @@ export function report(m: Measured): void {
     '',
     `scale-out (run, c32): one worker process ${m.scaleOut.one.summary.rps} rps, two ${m.scaleOut.two.summary.rps} rps; worker cpu ms/run ${cpuPerRequest(m.scaleOut.one).worker ?? '-'} vs ${round2((cpuPerRequest(m.scaleOut.two).worker ?? 0) + (cpuPerRequest(m.scaleOut.two).worker_2 ?? 0))}`,
     '',
+    ...(m.realModel ? [...realModelLines(m.realModel), ''] : []),
     ...(m.growth
       ? [
           `growth (c1 p50 / p95 ms): conversation with ${curve(m.growth.conversation, 'prior messages')}`,

@@ -9,15 +9,17 @@ import { DELIVERED_EVENTS, webhookFigures } from './webhooks';
 import { growthCurves, PRIOR_MESSAGES, STREAM_DELTAS, type GrowthFigures } from './growth';
 import { statementsPerRun, type StatementFigures } from './statements';
 import { Children, LOG_DIR } from './processes';
-import { report, reportInflight, type InflightMeasured, type Loaded, type Measured } from './report';
+import { report, reportInflight, reportRealModel, type InflightMeasured, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
 import { BenchStub } from './stubProvider';
 import { heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
+import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 
 /**
- * `npm run bench [-- --quick] [-- --core] [-- --profile]`: starts its own stack, measures the floor (Temporal's own cost), runs,
+ * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight | --real-model]`: starts its own stack, measures the floor (Temporal's own cost), runs,
  * streams and an authenticated GET against a bare Koa route, how a run's cost grows with its work, the
- * other workloads, and runs with one worker process against two; prints a table and writes
+ * other workloads, runs with one worker process against two, and streamed runs on the embedded real
+ * model against the same requests sent to it straight; prints a table and writes
  * bench/results/latest.json. Targets are printed as met or missed, never asserted.
  */
 
@@ -27,6 +29,8 @@ const CORE = process.argv.includes('--core');
 const PROFILE = process.argv.includes('--profile');
 /** Only the in-flight phases: long streamed runs in an open loop, many open streams, a closed batch of long runs. */
 const INFLIGHT_ONLY = process.argv.includes('--inflight');
+/** Only the real-model phase: the service and the embedded model server, side by side. */
+const REAL_MODEL_ONLY = process.argv.includes('--real-model');
 
 const SETTINGS = QUICK
   ? {
@@ -39,6 +43,7 @@ const SETTINGS = QUICK
       openStreams: { count: 500, chunks: 10, waitMs: 1000 },
       batch: { runs: 300, ms: 5000 },
       inflightScaleOut: { runs: 400, ms: 10_000, slots: 200 },
+      realModelRounds: 2,
     }
   : {
       c1: { warmup: 30, count: 300 },
@@ -51,6 +56,7 @@ const SETTINGS = QUICK
       openStreams: { count: 2000, chunks: 10, waitMs: 2000 },
       batch: { runs: 300, ms: 5000 },
       inflightScaleOut: { runs: 600, ms: 20_000, slots: 300 },
+      realModelRounds: 5,
     };
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -78,7 +84,7 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
   return { openLoop: openLoopFigures, openStreams: streamFigures, batch: batchFigures, scaleOut: scaleOutFigures(runs, ms, one, await held(2)) };
 }
 
-async function measure(s: Stack): Promise<Measured> {
+async function measure(s: Stack, children: Children): Promise<Measured> {
   const op = operations(s);
   const atC1 = (what: string, operation: Operation) => {
     log(`${what} at concurrency 1 (${SETTINGS.c1.warmup} warm-up, ${SETTINGS.c1.count} measured)`);
@@ -100,9 +106,15 @@ async function measure(s: Stack): Promise<Measured> {
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
     statements: await statements(op.run),
     ...(!CORE && { growth: await growth(s), ...(await knowledge(s)), batch: await batch(s), webhooks: await webhooks(s), inflight: await inflight(s) }),
-    // Last: the second worker stays until the end.
+    // Then: the second worker stays until the real-model phase replaces both.
     scaleOut: await scaleOut(s, atC32, op.run),
+    ...(!CORE && { realModel: await realModel(s, children) }),
   };
+}
+
+async function realModel(s: Stack, children: Children): Promise<Measured['realModel']> {
+  log(`real-model: ${REAL_MODEL_RUNS} streamed runs at once through the service to the embedded model server, then the same requests straight to it (${SETTINGS.realModelRounds} rounds)`);
+  return realModelFigures(s, children, SETTINGS.realModelRounds, log);
 }
 
 /** Runs at c32 with the one service worker, then again once a second worker process polls too. */
@@ -168,7 +180,8 @@ async function main(): Promise<void> {
         log(`starting the stack (database ${database}, logs in ${LOG_DIR})`);
         stack = await startStack(children, stub, database, PROFILE);
         if (INFLIGHT_ONLY) reportInflight({ quick: QUICK, settings: SETTINGS, inflight: await inflight(stack) });
-        else report(await measure(stack));
+        else if (REAL_MODEL_ONLY) reportRealModel(await realModel(stack, children));
+        else report(await measure(stack, children));
         if (PROFILE) log(`CPU profiles of the API and the worker are written to ${PROFILE_DIR} as they stop`);
       })(),
     ]);

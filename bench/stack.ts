@@ -25,6 +25,7 @@ export interface Stack {
   api: string;
   bareKoa: string;
   auth: Record<string, string>;
+  workspace: string;
   agent: string;
   /** The same agent with knowledge: it retrieves from `collection`. */
   knowledgeAgent: string;
@@ -40,9 +41,10 @@ export interface Stack {
   addWorker(): Promise<void>;
   /**
    * Stops the service worker (and any added one), then starts `count` workers each holding at most
-   * `slots` calls (WORKER_MAX_INFLIGHT_RUNS), sampled as worker_slots_1…; resolves once they all poll.
+   * `slots` calls (WORKER_MAX_INFLIGHT_RUNS, else its default), with `env` besides the stack's, sampled
+   * as worker_slots_1…; resolves once they all poll.
    */
-  replaceWorkers(count: number, slots: number): Promise<void>;
+  replaceWorkers(count: number, slots?: number, env?: NodeJS.ProcessEnv): Promise<void>;
 }
 
 /** Whether both the workflow and the activity side of a task queue have a poller. */
@@ -158,6 +160,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     api,
     bareKoa: `http://127.0.0.1:${bareKoaPort}`,
     auth: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+    workspace: workspace.id,
     agent: agent.id,
     knowledgeAgent: knowledgeAgent.id,
     collection: COLLECTION,
@@ -169,9 +172,9 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     async addWorker() {
       await polling(service('worker-2', 'start:worker'), 'worker_2');
     },
-    async replaceWorkers(count, slots) {
+    async replaceWorkers(count, slots, extra = {}) {
       await Promise.all(workers.splice(0).map((w) => children.stop(w)));
-      for (let i = 1; i <= count; i++) await polling(service(`worker-slots-${i}`, 'start:worker', undefined, { WORKER_MAX_INFLIGHT_RUNS: String(slots) }), `worker_slots_${i}`);
+      for (let i = 1; i <= count; i++) await polling(service(`worker-slots-${i}`, 'start:worker', undefined, { ...(slots && { WORKER_MAX_INFLIGHT_RUNS: String(slots) }), ...extra }), `worker_slots_${i}`);
     },
   };
 }
