@@ -53,9 +53,9 @@ describe('structured output', () => {
     expect(first.body.usage.total_tokens + second.body.usage.total_tokens).toBe(30);
   });
 
-  it('a refusal is an answer: a refusal item, never repaired and never a 422, plain and streamed', async () => {
+  it('a refusal is an answer: a refusal item, never repaired and never a 422, structured, plain and streamed', async () => {
     const t = await tenant({ scopes: ['responses:create', 'logs:read'] });
-    await scriptModel(t.model, [{ refusal: "I can't help with that." }, { refusal: "I can't help with that.", chunks: ["I can't ", 'help with that.'] }]);
+    await scriptModel(t.model, [{ refusal: "I can't help with that." }, { refusal: "I can't help with that.", chunks: ["I can't ", 'help with that.'] }, { refusal: 'No.' }]);
     const plain = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Who?', response_format: PERSON } });
     expect(plain.status).toBe(200);
     expect(plain.body).toMatchObject({ status: 'completed', output: [{ type: 'refusal', refusal: "I can't help with that." }] });
@@ -69,9 +69,11 @@ describe('structured output', () => {
     expect(JSON.parse(completed.slice(completed.indexOf('data:') + 5)).output).toEqual([{ type: 'refusal', refusal: "I can't help with that." }]);
     // The refusal is never streamed as answer text.
     expect(frames.some((f) => f.includes('output_text.delta') && f.includes('help with'))).toBe(false);
-    expect(await providerRequests(t.model)).toHaveLength(2);
+    const unstructured = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Who?' } });
+    expect(unstructured.body).toMatchObject({ status: 'completed', output: [{ type: 'refusal', refusal: 'No.' }] });
+    expect(await providerRequests(t.model)).toHaveLength(3);
     const logs = (await call(api.url, 'GET', '/api/v2/logs', { key: t.key })).body.data;
-    expect(logs.map((l: { refused: boolean }) => l.refused)).toEqual([true, true]);
+    expect(logs.map((l: { refused: boolean }) => l.refused)).toEqual([true, true, true]);
   });
 
   it('repairs once: a second call states the problems, and the run succeeds with exactly two calls', async () => {
