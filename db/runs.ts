@@ -79,7 +79,8 @@ const SETTLE = statement(
    ), charge AS (
      SELECT COALESCE((SELECT LEAST($9::bigint, credits) FROM reserved), $9::bigint) AS credits, COALESCE((SELECT credits FROM reserved), 0) AS held
    ), run AS (
-     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now(), reconciled_at = CASE WHEN $23::boolean THEN now() END
+     UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now(), reconciled_at = CASE WHEN $23::boolean THEN now() END,
+                     held_credits = (SELECT held FROM charge)
       WHERE id = $2 AND (SELECT ok FROM go)
    ), line AS (
      INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge WHERE (SELECT ok FROM go)
@@ -306,4 +307,33 @@ export async function runPage(workspaceId: number, after: string | undefined, li
   return on.rows<RunListing>(RUN_PAGE, [
     workspaceId, before, limit, f.kinds ?? null, f.statuses ?? null, f.agent ?? null, f.createdAfter ?? null, f.createdBefore ?? null, f.queuedLongerThanMs ?? null, f.reconciled ?? null,
   ]);
+}
+
+/** One of a workspace's runs as the dashboard's run page shows it: metadata, tokens and credits, never content. */
+export interface RunDetail extends RunListing {
+  agent_name: string;
+  usage: Usage | null;
+  /** What it held: its reservation while in flight, what the reservation was once settled (null: none). */
+  held_credits: number | null;
+  /** What it was charged (null: not settled). */
+  charged_credits: number | null;
+  /** Retrieved chunks, ids and ranks (from its log entry). */
+  knowledge: PassageRef[];
+  tool_names: string[];
+}
+
+const RUN_DETAIL = statement(
+  `SELECT r.public_id, r.kind, r.status, a.public_id AS agent, a.name AS agent_name, r.agent_version, r.channel, (r.usage->>'total_tokens')::int AS total_tokens,
+          r.usage, r.error_code, r.reconciled_at IS NOT NULL AS reconciled, r.created_at, r.started_at, r.completed_at,
+          floor(EXTRACT(EPOCH FROM (COALESCE(r.started_at, r.completed_at, now()) - r.created_at)) * 1000)::float8 AS queued_ms,
+          COALESCE(r.held_credits, (SELECT c.credits FROM credit_reservations c WHERE c.run_public_id = r.public_id))::float8 AS held_credits,
+          (SELECT sum(l.credits) FROM ledger_lines l WHERE l.run_id = r.id)::float8 AS charged_credits,
+          COALESCE(g.knowledge, '[]'::jsonb) AS knowledge, COALESCE(g.tool_names, '{}') AS tool_names
+     FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN run_logs g ON g.run_id = r.id
+    WHERE r.workspace_id = $1 AND r.public_id = $2`,
+);
+
+export async function runDetail(workspaceId: number, publicId: string, on: Sql = sql): Promise<RunDetail | undefined> {
+  const [row] = await on.rows<RunDetail>(RUN_DETAIL, [workspaceId, publicId]);
+  return row;
 }

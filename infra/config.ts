@@ -121,6 +121,8 @@ export interface Config {
   statelessStreamTtlS: number;
   /** Browser origins (a Temporal UI) allowed to call the codec endpoint. */
   codecAllowedOrigins: string[];
+  /** The Temporal UI operators use: the dashboard's run page links a run's workflow there (owners only). */
+  temporalUiUrl: string | undefined;
   /** Parsing a document read whole (PDF, DOCX, HTML): a process of its own under these limits, so many at once per worker (activities/extract.ts). */
   parse: { memoryMb: number; cpuS: number; concurrency: number };
   /** Documents: where new uploads are stored, the size bound, each workspace's quota, and how long transfer grants last. */
@@ -181,6 +183,7 @@ export function loadConfig(): Config {
     streamReaderConnections: Math.max(1, int('STREAM_READER_CONNECTIONS', 4)),
     dbPoolMax: Math.max(1, int('DB_POOL_MAX', 20)),
     worker: workerCapacity(),
+    temporalUiUrl: process.env.TEMPORAL_UI_URL?.replace(/\/+$/, '') || undefined,
     codecAllowedOrigins: str('CODEC_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     // pdf.js alone reserves about 1.1 GB of address space before it reads a byte.
     parse: {

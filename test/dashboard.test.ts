@@ -1,10 +1,14 @@
 import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import * as admin from '../admin/commands';
 import { ROLE_SCOPES } from '../domain/members';
-import { call, tenant, until, useApi, type Tenant } from './support/stack';
+import { call, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
 
+// Read by the API's config when it first loads: the run page links owners to a run's workflow there.
+process.env.TEMPORAL_UI_URL = 'http://temporal-ui.test:8233';
 const api = useApi();
 
 /** Screenshots land here (git-ignored), for a person to look at after the run. */
@@ -170,6 +174,57 @@ describe('dashboard in a real browser', () => {
     // The published agent runs through the API with the member's session.
     const run = await page.request.post(`${api.url}/api/v2/responses`, { data: { agent: agentId, input: 'hi' }, headers: { 'X-CSRF-Token': csrf } });
     expect(run.status()).toBe(200);
+    await context.close();
+  });
+});
+
+describe("a run's page", () => {
+  it('shows its steps with their times, tokens and credits, never its text, and owners the Temporal UI', async () => {
+    const tool = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"SECRET-TOOL-ANSWER"}'));
+    await new Promise<void>((resolve) => tool.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(tool.address() as AddressInfo).port}/orders`;
+    const t = await tenant({ config: { tools: [{ type: 'http', name: 'lookup_order', description: 'Find an order', parameters: { type: 'object', properties: {} }, url }] } });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'lookup_order', arguments: '{"order":"SECRET-ARGUMENTS"}' }] }, { text: 'SECRET-ANSWER' }]);
+    const ran = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'SECRET-INPUT' } });
+    tool.close();
+    expect(ran.body.status).toBe('completed');
+    const runId: string = ran.body.id;
+
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await setUp(page, (await member(t)).setupPath);
+    await page.goto(`${api.url}/dashboard/runs`);
+    await page.getByRole('link', { name: runId }).click();
+    await page.waitForURL(new RegExp(`/dashboard/runs/${runId}$`));
+    await expect(page.locator('#run-summary').innerText()).resolves.toMatch(new RegExp(`${runId} · completed · response · agent agent \\(${t.agent}\\) v1`));
+    const steps = await page.locator('#run-timeline tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => td.textContent!.trim())));
+    // Time, step, status, latency, attempts, tokens, detail.
+    expect(steps.map((cells) => cells[1])).toEqual(['queued', 'started', 'model call 1, starting the run', 'tool lookup_order', 'model call 2 (after tools)', 'settled']);
+    const [, , first, toolStep, second, settled] = steps;
+    expect(first.slice(2, 6)).toEqual(['completed', expect.stringMatching(/^\d+ ms$/), '1', '10 / 5']);
+    expect(toolStep[2]).toBe('completed');
+    expect(toolStep[3]).toMatch(/^\d+ ms$/);
+    expect(second[5]).toBe('10 / 5');
+    expect(settled[2]).toBe('completed');
+    const figures = await page.locator('#run-figures').innerText();
+    expect(figures).toMatch(/Tokens in \/ out\s+20 \/ 10/);
+    expect(figures).toMatch(/Credits held\s+\d+/);
+    expect(figures).toMatch(/Credits charged\s+30/);
+    expect(await page.getByRole('link', { name: /Temporal UI/ }).getAttribute('href')).toBe(`http://temporal-ui.test:8233/namespaces/default/workflows/${runId}`);
+    // Metadata only: nothing the client, the model or the tool said.
+    expect(await page.content()).not.toMatch(/SECRET-/);
+    await page.screenshot({ path: path.join(SHOTS, 'run.png'), fullPage: true });
+
+    // A viewer reads the page, without the operator's link.
+    const viewer = await (await browser.newContext()).newPage();
+    await setUp(viewer, (await member(t, 'viewer')).setupPath);
+    await viewer.goto(`${api.url}/dashboard/runs/${runId}`);
+    await expect(viewer.locator('#run-timeline').isVisible()).resolves.toBe(true);
+    await expect(viewer.getByRole('link', { name: /Temporal UI/ }).count()).resolves.toBe(0);
+    // Another workspace's run is not found.
+    const other = await tenant();
+    const theirs = await call(api.url, 'POST', '/api/v2/responses', { key: other.key, body: { agent: other.agent, input: 'hi' } });
+    expect((await viewer.goto(`${api.url}/dashboard/runs/${theirs.body.id}`))!.status()).toBe(404);
     await context.close();
   });
 });

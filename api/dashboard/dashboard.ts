@@ -6,6 +6,7 @@ import { htmlErrors, type PageState } from './page';
 import { activityPages } from './pages/activity';
 import { agentPages } from './pages/agents';
 import { keyPages } from './pages/keys';
+import { runPages } from './pages/run';
 import { signInPages } from './pages/signIn';
 import { usagePages } from './pages/usage';
 
@@ -28,5 +29,6 @@ export function dashboardRouter(): Router<PageState> {
   keyPages(router);
   agentPages(router);
   activityPages(router);
+  runPages(router);
   return router;
 }

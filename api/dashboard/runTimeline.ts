@@ -1,0 +1,95 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { tsToDate } from '@temporalio/common/lib/time';
+import type { temporal as proto } from '@temporalio/proto';
+import { payloadCodec } from '../../infra/payloadCodec';
+import { temporal } from '../../infra/temporalClient';
+import type { Usage } from '../../domain/usage';
+
+/**
+ * A run's steps, read from its own workflow history: each activity the run scheduled (a model call,
+ * a tool call, a retrieval) with when it was scheduled, started and ended, its attempts, how it
+ * ended and, for a model call, the tokens it used; and when the run was accepted (its workflow
+ * started), so how long it was queued until a worker took its first step. Only metadata: a step
+ * says what it is by its summary, and of its payloads only a model call's usage is read. Undefined
+ * when the history is no longer kept (the namespace's retention).
+ */
+export interface RunTimeline {
+  acceptedAt: Date;
+  steps: TimelineStep[];
+}
+
+export interface TimelineStep {
+  kind: 'model_call' | 'tool_call' | 'retrieval' | 'step';
+  /** The activity's summary, as the Temporal UI shows it: `model call 2 (repair)`, `tool lookup_order`. */
+  label: string;
+  scheduledAt: Date;
+  startedAt?: Date;
+  endedAt?: Date;
+  /** From its last attempt's start to its end. */
+  latencyMs?: number;
+  attempts: number;
+  status: 'completed' | 'failed' | 'timed out' | 'cancelled' | 'running';
+  /** A failure's type: the error code the run reports (tool_execution_failed, provider_unavailable…). */
+  errorCode?: string;
+  tokens?: { input: number; output: number };
+}
+
+const KINDS: Record<string, TimelineStep['kind']> = { startRun: 'model_call', generate: 'model_call', callTool: 'tool_call', retrieveKnowledge: 'retrieval' };
+
+async function opened<T>(payload: Payload | null | undefined): Promise<T | undefined> {
+  if (!payload) return undefined;
+  try {
+    return defaultPayloadConverter.fromPayload<T>((await payloadCodec.decode([payload]))[0]);
+  } catch {
+    // A payload sealed under a key no longer held: the step is shown without it.
+    return undefined;
+  }
+}
+
+const time = (e: proto.api.history.v1.IHistoryEvent) => tsToDate(e.eventTime!);
+
+export async function runTimeline(runId: string): Promise<RunTimeline | undefined> {
+  let events: proto.api.history.v1.IHistoryEvent[];
+  try {
+    events = (await (await temporal()).workflow.getHandle(runId).fetchHistory()).events ?? [];
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) return undefined;
+    throw err;
+  }
+  if (events.length === 0) return undefined;
+  const steps = new Map<string, TimelineStep>();
+  for (const e of events) {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled) {
+      const type = scheduled.activityType?.name ?? '';
+      steps.set(String(e.eventId), { kind: KINDS[type] ?? 'step', label: (await opened<string>(e.userMetadata?.summary)) ?? type, scheduledAt: time(e), attempts: 0, status: 'running' });
+      continue;
+    }
+    const started = e.activityTaskStartedEventAttributes;
+    const ended = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes ?? e.activityTaskCanceledEventAttributes;
+    const step = steps.get(String((started ?? ended)?.scheduledEventId ?? ''));
+    if (!step) continue;
+    if (started) {
+      step.startedAt = time(e);
+      step.attempts = started.attempt ?? 1;
+      continue;
+    }
+    step.endedAt = time(e);
+    if (step.startedAt) step.latencyMs = step.endedAt.getTime() - step.startedAt.getTime();
+    if (e.activityTaskCompletedEventAttributes) {
+      step.status = 'completed';
+      if (step.kind === 'model_call') {
+        const usage = (await opened<{ usage?: Usage }>(e.activityTaskCompletedEventAttributes.result?.payloads?.[0]))?.usage;
+        if (usage) step.tokens = { input: usage.input_tokens, output: usage.output_tokens };
+      }
+    } else if (e.activityTaskFailedEventAttributes) {
+      step.status = 'failed';
+      const failure = e.activityTaskFailedEventAttributes.failure;
+      step.errorCode = failure?.applicationFailureInfo?.type ?? failure?.cause?.applicationFailureInfo?.type ?? undefined;
+    } else {
+      step.status = e.activityTaskTimedOutEventAttributes ? 'timed out' : 'cancelled';
+    }
+  }
+  return { acceptedAt: time(events[0]), steps: [...steps.values()] };
+}
