@@ -24,9 +24,13 @@ afterAll(async () => {
   await closeAll();
 });
 
-/** The ingestion once it has ended; a bomb's parse may use all of PARSE_CPU_S, so this waits longer than `until`. */
+/**
+ * The ingestion once it has ended. A bomb's parse uses all of PARSE_CPU_S at a low priority, which on
+ * a loaded machine can take minutes of wall time, up to the parse's own 5-minute bound: this waits
+ * past that, so how long it takes never decides the outcome.
+ */
 async function ended(key: string, id: string): Promise<any> {
-  for (let i = 0; i < 1200; i++) {
+  for (let i = 0; i < 1600; i++) {
     const now = await call(api.url, 'GET', `/api/v2/knowledge/ingestions/${id}`, { key });
     if (now.body.status === 'completed' || now.body.status === 'failed') return now.body;
     await new Promise((r) => setTimeout(r, 250));
@@ -72,5 +76,5 @@ describe('parser bombs', () => {
     const fine = await uploadedDocument(api.url, t.key, 'fine.html', 'text/html', Buffer.from('<p>still indexing</p>'));
     const started = await call(api.url, 'POST', '/api/v2/knowledge/ingestions', { key: t.key, body: { document: fine, collection: 'bombs' } });
     expect((await ended(t.key, started.body.id)).status).toBe('completed');
-  });
+  }, 30 * 60_000); // past ended()'s own wait, for each of the four ingestions
 });

@@ -10,6 +10,10 @@ import { REAL_MODEL_PREFIX } from './stack/stubProvider';
  * model's words.
  */
 const api = useApi();
+// A real model on a loaded machine is slow: its runs get the most time a run may have, and the tests
+// more than that, so the machine's speed never decides an outcome.
+jest.setTimeout(10 * 60_000);
+const TIMEOUT_MS = 120_000;
 const MODEL_SERVER = process.env.TEST_MODEL_SERVER_URL!;
 
 /** A tenant whose agent's model is relayed to the real model server; `model` is that name. */
@@ -33,7 +37,7 @@ async function promptTokens(messages: unknown): Promise<number> {
 describe('a real model server', () => {
   it('answers a plain run, billed by the tokens the server counted', async () => {
     const t = await realTenant();
-    const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Name one fruit.' } });
+    const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Name one fruit.', timeout_ms: TIMEOUT_MS } });
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('completed');
     expect(res.body.output).toHaveLength(1);
@@ -47,7 +51,7 @@ describe('a real model server', () => {
 
   it('streams deltas that add up to the answer, with the usage the server counted', async () => {
     const t = await realTenant();
-    const res = await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'Name two colors.', stream: true });
+    const res = await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'Name two colors.', stream: true, timeout_ms: TIMEOUT_MS });
     expect(res.status).toBe(200);
     const frames = (await allFrames(res)).filter((f) => f.event);
     const deltas = frames.filter((f) => f.event === 'response.output_text.delta');
@@ -79,7 +83,7 @@ describe('a real model server', () => {
       },
     };
     const reviews = ['Great phone, fast and light.', 'It broke after a day.', 'It is a chair.', 'Loved the food!', 'Slow delivery, bad packing.', 'Fine.', 'Best book this year.', 'Too loud.', 'Works as described.', 'Never again.'];
-    const answers = await Promise.all(reviews.map((review) => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: `Review: ${review}`, response_format: format } })));
+    const answers = await Promise.all(reviews.map((review) => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: `Review: ${review}`, response_format: format, timeout_ms: TIMEOUT_MS } })));
     for (const res of answers) {
       expect(res.status).toBe(200);
       expect(res.body.output).toHaveLength(1);
