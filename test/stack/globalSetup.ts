@@ -46,6 +46,8 @@ export default async function globalSetup(): Promise<void> {
     // A parse bomb (test/parserBombs.test.ts) burns 4 s of CPU before it is stopped, not 60; a real
     // document of the suite's parses in well under one.
     PARSE_CPU_S: '4',
+    // More parse slots than that file's three bombs, so other files' documents never queue behind them.
+    PARSE_CONCURRENCY: '4',
   });
   // Imported only now, so the modules read the environment above.
   const { migrate } = await import('../../db/migrate');
