@@ -1,5 +1,6 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { UNSEALED_METADATA_KEY } from '../workflows/summaries';
 import { isSealed, open, seal } from './encryption';
 import { reportUnopenable } from './unopenablePayloads';
 
@@ -11,14 +12,17 @@ const decoder = new TextDecoder();
  * Temporal's answer for sensitive data: every payload (workflow and activity inputs and results) leaves
  * the process sealed with AES-256-GCM, the key id in its metadata, so Temporal's history holds no
  * plaintext of a run. The API, the workers and the codec endpoint (the UI's and CLI's way to decode,
- * behind an operator token) share it. Payloads written before it existed decode as they are.
+ * behind an operator token) share it. Payloads written before it existed decode as they are. The one
+ * exception is what workflows/summaries.ts marks: the UI's summaries, which say what a workflow or
+ * an activity is and hold no content, stay readable without the codec.
  */
 export const payloadCodec: PayloadCodec = {
   async encode(payloads: Payload[]): Promise<Payload[]> {
-    return payloads.map((payload) => ({
-      metadata: { encoding: encoder.encode(ENCODING) },
-      data: seal(temporal.api.common.v1.Payload.encode(payload).finish()),
-    }));
+    return payloads.map((payload) =>
+      payload.metadata?.[UNSEALED_METADATA_KEY]
+        ? payload
+        : { metadata: { encoding: encoder.encode(ENCODING) }, data: seal(temporal.api.common.v1.Payload.encode(payload).finish()) },
+    );
   },
   async decode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) => {

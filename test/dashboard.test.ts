@@ -3,7 +3,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { QueryTypes } from 'sequelize';
 import * as admin from '../admin/commands';
+import { db } from '../db/sequelize';
 import { ROLE_SCOPES } from '../domain/members';
 import { call, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
 
@@ -225,6 +227,47 @@ describe("a run's page", () => {
     const other = await tenant();
     const theirs = await call(api.url, 'POST', '/api/v2/responses', { key: other.key, body: { agent: other.agent, input: 'hi' } });
     expect((await viewer.goto(`${api.url}/dashboard/runs/${theirs.body.id}`))!.status()).toBe(404);
+    await context.close();
+  });
+});
+
+describe('runs that need attention', () => {
+  it('the Runs page filters to failed or blocked runs, runs that waited in the queue, and runs the reconciler settled, and pages keep the filter', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'fine' }, { status: 400 }, { text: 'fine' }, { text: 'fine' }, { text: 'fine' }]);
+    const ask = () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } });
+    const [ok, failed, reconciled, slow, slower] = [await ask(), await ask(), await ask(), await ask(), await ask()];
+    expect(failed.status).toBe(502);
+    const set = (runId: string, assignments: string) => db().query(`UPDATE runs SET ${assignments} WHERE public_id = :id`, { replacements: { id: runId }, type: QueryTypes.UPDATE });
+    await set(reconciled.body.id, 'reconciled_at = now()');
+    await set(slow.body.id, "created_at = started_at - interval '2 minutes'");
+    await set(slower.body.id, "created_at = started_at - interval '10 minutes'");
+
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await setUp(page, (await member(t, 'viewer')).setupPath);
+    await page.goto(`${api.url}/dashboard/runs`);
+    const listed = () => page.locator('tbody tr td:nth-child(2)').allInnerTexts();
+    expect(await listed()).toEqual([slower, slow, reconciled, failed, ok].map((r) => r.body.id));
+    const show = async (view: string, waitedS?: string) => {
+      await page.getByLabel('Show').selectOption({ label: view });
+      if (waitedS) await page.getByLabel(/longer than/).fill(waitedS);
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.waitForLoadState();
+      return listed();
+    };
+    expect(await show('Failed or blocked')).toEqual([failed.body.id]);
+    expect(await show('Settled by the reconciler')).toEqual([reconciled.body.id]);
+    expect(await show('Waited in the queue', '60')).toEqual([slower.body.id, slow.body.id]);
+    expect(await show('Waited in the queue', '300')).toEqual([slower.body.id]);
+    await page.screenshot({ path: path.join(SHOTS, 'runs-attention.png'), fullPage: true });
+    // Paging keeps the filter.
+    await page.goto(`${api.url}/dashboard/runs?view=queued&waited_s=60&limit=25`);
+    await page.getByLabel('Per page').selectOption('50');
+    await page.getByRole('button', { name: 'Show', exact: true }).click();
+    await page.waitForURL(/limit=50/);
+    expect(new URL(page.url()).searchParams.get('view')).toBe('queued');
+    expect(await listed()).toEqual([slower.body.id, slow.body.id]);
     await context.close();
   });
 });

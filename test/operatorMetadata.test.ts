@@ -1,11 +1,12 @@
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { dataConverter, payloadCodec } from '../infra/payloadCodec';
+import { dataConverter } from '../infra/payloadCodec';
 import { closeAll, call, scriptModel, tenant, useApi } from './support/stack';
 
 /**
  * What an operator reads in the Temporal UI's lists and pages: every workflow says what it is (its
- * static summary and details), and every activity of a run which step it is (its summary).
+ * static summary and details), and every activity of a run which step it is (its summary), readable
+ * without the codec (metadata only, so not sealed), while the run's input stays sealed.
  */
 const api = useApi();
 let connection: Connection;
@@ -19,7 +20,8 @@ afterAll(async () => {
   await closeAll();
 });
 
-const opened = async (payload: Payload | null | undefined) => (payload ? defaultPayloadConverter.fromPayload<string>((await payloadCodec.decode([payload]))[0]) : undefined);
+/** A payload read as the UI reads it without the codec. */
+const plain = (payload: Payload | null | undefined) => (payload ? defaultPayloadConverter.fromPayload<unknown>(payload) : undefined);
 
 describe('workflows and activities say what they are', () => {
   it('a run: its agent, version, kind and workspace in the summary, its ids in the details, and each activity its step', async () => {
@@ -27,13 +29,16 @@ describe('workflows and activities say what they are', () => {
     await scriptModel(t.model, [{ toolCalls: [{ name: 'missing_tool', arguments: '{}' }] }, { text: 'done' }]);
     const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } });
     expect(res.status).toBe(200);
-    const handle = client.workflow.getHandle(res.body.id);
-    await handle.result();
-    const described = await handle.describe();
-    expect(await described.staticSummary()).toBe(`run · agent "agent" v1 · response · ${t.workspace}`);
-    expect(await described.staticDetails()).toBe(`agent: ${t.agent}\nrequest_id: ${res.body.request_id}\ntrace_id: ${res.body.trace_id}`);
-    const history = await handle.fetchHistory();
-    const summaries = await Promise.all((history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).map((e) => opened(e.userMetadata?.summary)));
+    await client.workflow.getHandle(res.body.id).result();
+    // Read as the UI reads it without the codec.
+    const { executionConfig } = await connection.workflowService.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: res.body.id } });
+    expect(plain(executionConfig?.userMetadata?.summary)).toBe(`run · agent "agent" v1 · response · ${t.workspace}`);
+    expect(plain(executionConfig?.userMetadata?.details)).toBe(`agent: ${t.agent}\nrequest_id: ${res.body.request_id}\ntrace_id: ${res.body.trace_id}`);
+    const history = await client.workflow.getHandle(res.body.id).fetchHistory();
+    const summaries = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).map((e) => plain(e.userMetadata?.summary));
     expect(summaries).toEqual(['model call 1, starting the run', 'model call 2 (after tools)']);
+    // What the run was asked stays sealed.
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    expect(new TextDecoder().decode(started?.metadata?.encoding ?? undefined)).toBe('binary/encrypted');
   });
 });

@@ -18,6 +18,7 @@ import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
+import { unsealed } from './summaries';
 
 /**
  * Model calls and HTTP tools are retried alike on purpose: both are remote calls billed or felt by
@@ -121,7 +122,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   // Each activity says what it is in the Temporal UI (its summary: metadata only, never content).
   const modelCalls = (summary: string) =>
     proxyActivities<typeof activities>({
-      summary,
+      summary: unsealed(summary),
       scheduleToCloseTimeout: budget(),
       // A dead worker's call is retried after it; a cancel reaches the call with a heartbeat's answer (timings.ts).
       heartbeatTimeout: MODEL_HEARTBEAT_TIMEOUT_MS,
@@ -131,13 +132,13 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     });
   const retrieveKnowledge = (request: Parameters<typeof activities.retrieveKnowledge>[0]) =>
     proxyActivities<typeof activities>({
-      summary: `retrieval from ${request.collections.length} collection${request.collections.length === 1 ? '' : 's'}`,
+      summary: unsealed(`retrieval from ${request.collections.length} collection${request.collections.length === 1 ? '' : 's'}`),
       startToCloseTimeout: RETRIEVAL_ATTEMPT_TIMEOUT,
       scheduleToCloseTimeout: budget(),
       retry: RETRIEVAL_RETRY,
     }).retrieveKnowledge(request);
   const callTool = (call: Parameters<typeof activities.callTool>[0]) =>
-    proxyActivities<typeof activities>({ summary: `tool ${call.tool.name}`, startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
+    proxyActivities<typeof activities>({ summary: unsealed(`tool ${call.tool.name}`), startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
 
   let begun: BegunRun | undefined;
   let settled: RunOutcome | undefined;

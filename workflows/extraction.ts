@@ -5,6 +5,7 @@ import { PARALLEL_SEGMENTS } from '../domain/extractions';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import { agentRun } from './agentRun';
 import { runStartOptions } from './agentRun.options';
+import { unsealed } from './summaries';
 
 export interface ExtractionInput {
   extractionId: string;
@@ -16,7 +17,7 @@ const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficie
 const { holdSegmentCredits, extractionProgress, settleExtraction } = proxyActivities<typeof activities>({ startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY });
 /** Reading the document: a few tries (a worker that dies, a storage blip); unreadable content is decided inside, not retried. */
 const { beginExtraction } = proxyActivities<typeof activities>({
-  summary: 'read and segment the document',
+  summary: unsealed('read and segment the document'),
   startToCloseTimeout: '10m',
   heartbeatTimeout: '1m',
   retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 5 },

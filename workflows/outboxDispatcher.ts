@@ -1,6 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { DISPATCH_EVERY_MS, DISPATCH_PASS_MS } from './timings';
+import { unsealed } from './summaries';
 
 /**
  * The outbox dispatcher's passes: each a long activity that fans new events out into deliveries and
@@ -8,7 +9,7 @@ import { DISPATCH_EVERY_MS, DISPATCH_PASS_MS } from './timings';
  * pass is retried on another; both halves are idempotent, so nothing is lost or sent twice.
  */
 const { dispatchOutbox } = proxyActivities<typeof activities>({
-  summary: 'dispatcher pass: outbox events to deliveries',
+  summary: unsealed('dispatcher pass: outbox events to deliveries'),
   startToCloseTimeout: DISPATCH_PASS_MS * 3,
   heartbeatTimeout: '10s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },

@@ -1,4 +1,19 @@
+import { defaultPayloadConverter, RawValue } from '@temporalio/common';
 import type { RunInput } from '../domain/runs';
+
+/** The payload metadata that tells the codec to leave a payload as it is (infra/payloadCodec.ts). */
+export const UNSEALED_METADATA_KEY = 'aes-unsealed';
+
+/**
+ * Text the Temporal UI shows as it is, in its lists and without the codec: a workflow's summary and
+ * details, an activity's summary. The SDK passes a RawValue's payload through untouched, so it
+ * reaches the codec marked; typed as the string the SDK's options expect.
+ */
+export function unsealed(text: string): string {
+  const payload = defaultPayloadConverter.toPayload(text);
+  payload.metadata = { ...payload.metadata, [UNSEALED_METADATA_KEY]: new TextEncoder().encode('1') };
+  return RawValue.fromPayload(payload) as unknown as string;
+}
 
 /**
  * What the Temporal UI shows of each workflow this service starts, in its list and on its page
@@ -12,11 +27,13 @@ export interface Described {
 
 function described(summary: (string | undefined)[], details: Record<string, string | number | undefined>): Described {
   return {
-    staticSummary: summary.filter(Boolean).join(' · '),
-    staticDetails: Object.entries(details)
-      .filter(([, value]) => value !== undefined && value !== '')
-      .map(([key, value]) => `${key}: ${value}`)
-      .join('\n'),
+    staticSummary: unsealed(summary.filter(Boolean).join(' · ')),
+    staticDetails: unsealed(
+      Object.entries(details)
+        .filter(([, value]) => value !== undefined && value !== '')
+        .map(([key, value]) => `${key}: ${value}`)
+        .join('\n'),
+    ),
   };
 }
 

@@ -1,5 +1,6 @@
 import { continueAsNew, proxyActivities, proxyLocalActivities, sleep, workflowInfo, type RetryPolicy } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { unsealed } from './summaries';
 
 export interface WebhookDeliveryInput {
   deliveryId: string;
@@ -23,9 +24,9 @@ export type DeliveryOutcome = 'succeeded' | 'failed' | 'skipped' | 'superseded';
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };
 /** Each attempt says which it is in the Temporal UI. */
 const attemptDelivery = (a: Parameters<typeof activities.attemptDelivery>[0]) =>
-  proxyActivities<typeof activities>({ summary: `webhook attempt ${a.attempt}${a.last ? ' (last)' : ''}`, startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY }).attemptDelivery(a);
+  proxyActivities<typeof activities>({ summary: unsealed(`webhook attempt ${a.attempt}${a.last ? ' (last)' : ''}`), startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY }).attemptDelivery(a);
 /** Admission is one Redis script: a local activity, so a held delivery costs its history one marker per ask. */
-const { admitDeliveryAttempt } = proxyLocalActivities<typeof activities>({ summary: 'partner rate admission', startToCloseTimeout: '10s', retry: BOOKKEEPING_RETRY });
+const { admitDeliveryAttempt } = proxyLocalActivities<typeof activities>({ summary: unsealed('partner rate admission'), startToCloseTimeout: '10s', retry: BOOKKEEPING_RETRY });
 
 const FINAL = { delivered: 'succeeded', rejected: 'failed', skipped: 'skipped', superseded: 'superseded' } as const;
 

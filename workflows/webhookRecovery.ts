@@ -1,5 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
+import { unsealed } from './summaries';
 
 export interface WebhookRecoveryInput {
   recoveryId: string;
@@ -10,7 +11,7 @@ export interface WebhookRecoveryInput {
 }
 
 const { recoverDeliveries } = proxyActivities<typeof activities>({
-  summary: 'reopen the window\'s failed and skipped deliveries',
+  summary: unsealed('reopen the window\'s failed and skipped deliveries'),
   startToCloseTimeout: '2m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
 });

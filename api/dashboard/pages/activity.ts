@@ -1,3 +1,4 @@
+import type { ParsedUrlQuery } from 'node:querystring';
 import type Router from '@koa/router';
 import { decodeCursor } from '../../../domain/cursor';
 import { listPage } from '../../listPage';
@@ -7,6 +8,7 @@ import { logPage } from '../../../db/runLogs';
 import { runPage } from '../../../db/runs';
 import type { Scope } from '../../../domain/scopes';
 import { memberPage, render, type PageState } from '../page';
+import { RUN_VIEWS, runFilterState } from '../runFilters';
 
 const LIMITS = [25, 50, 100];
 
@@ -16,14 +18,28 @@ interface Listing {
   title: string;
   scope: Scope;
   kind: IdKind;
-  page: (workspaceId: number, after: string | undefined, limit: number) => Promise<{ public_id: string }[] | undefined>;
+  page: (workspaceId: number, after: string | undefined, limit: number, query: ParsedUrlQuery) => Promise<{ public_id: string }[] | undefined>;
+  /** What the view needs besides the rows (the Runs page's filter), and the query the pager carries along. */
+  filter?: (query: ParsedUrlQuery) => { view: Record<string, unknown>; params: [string, string][] };
 }
 
 // Metadata only: each page lists what its table holds about a run or a conversation, never content.
 const LISTINGS: Listing[] = [
-  { path: '/dashboard/logs', view: 'logs', title: 'Logs', scope: 'logs:read', kind: 'log', page: logPage },
-  { path: '/dashboard/runs', view: 'runs', title: 'Runs', scope: 'agents:read', kind: 'run', page: runPage },
-  { path: '/dashboard/conversations', view: 'conversations', title: 'Conversations', scope: 'conversations:read', kind: 'conversation', page: conversationPage },
+  { path: '/dashboard/logs', view: 'logs', title: 'Logs', scope: 'logs:read', kind: 'log', page: (w, after, limit) => logPage(w, after, limit) },
+  {
+    path: '/dashboard/runs',
+    view: 'runs',
+    title: 'Runs',
+    scope: 'agents:read',
+    kind: 'run',
+    // The runs that need attention: the filters of GET /api/v2/runs.
+    page: (w, after, limit, query) => runPage(w, after, limit, runFilterState(query).filters),
+    filter: (query) => {
+      const { view, waitedS, params } = runFilterState(query);
+      return { view: { views: RUN_VIEWS, view, waitedS }, params };
+    },
+  },
+  { path: '/dashboard/conversations', view: 'conversations', title: 'Conversations', scope: 'conversations:read', kind: 'conversation', page: (w, after, limit) => conversationPage(w, after, limit) },
 ];
 
 /** Logs, runs and conversations: newest first, with /logs' paging (a page size and an opaque cursor). */
@@ -32,10 +48,12 @@ export function activityPages(router: Router<PageState>): void {
     router.get(listing.path, memberPage(listing.scope), async (ctx) => {
       const limit = LIMITS.includes(Number(ctx.query.limit)) ? Number(ctx.query.limit) : LIMITS[0];
       const cursor = typeof ctx.query.cursor === 'string' && ctx.query.cursor !== '' ? ctx.query.cursor : undefined;
-      const rows = await listing.page(ctx.state.session.workspace.id, cursor && decodeCursor(cursor, listing.kind), limit + 1);
+      const rows = await listing.page(ctx.state.session.workspace.id, cursor && decodeCursor(cursor, listing.kind), limit + 1, ctx.query);
       // The API's own paging: the same cursor, refused the same way when it is not this workspace's.
       const page = listPage(rows, limit, (row) => row);
-      render(ctx, listing.view, { title: listing.title, nav: listing.view, rows: page.data, limit, limits: LIMITS, next: page.next_cursor, first: cursor === undefined });
+      const filter = listing.filter?.(ctx.query) ?? { view: {}, params: [] };
+      const carried = filter.params.map(([name, value]) => `&${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('');
+      render(ctx, listing.view, { title: listing.title, nav: listing.view, rows: page.data, limit, limits: LIMITS, next: page.next_cursor, first: cursor === undefined, params: filter.params, carried, ...filter.view });
     });
   }
 }
