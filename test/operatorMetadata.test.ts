@@ -40,5 +40,21 @@ describe('workflows and activities say what they are', () => {
     // What the run was asked stays sealed.
     const started = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
     expect(new TextDecoder().decode(started?.metadata?.encoding ?? undefined)).toBe('binary/encrypted');
+    // The settlement, a local activity, names its step too (its marker's metadata).
+    const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes).map((e) => plain(e.userMetadata?.summary));
+    expect(markers).toContain('settle: status, ledger, log and events');
+  });
+
+  it('background work: a report and its bookkeeping steps', async () => {
+    const t = await tenant({ scopes: ['reports:create', 'reports:read'] });
+    const accepted = await call(api.url, 'POST', '/api/v2/reports', { key: t.key, body: { agent: t.agent, name: 'r', task: 'Summarise.' } });
+    expect(accepted.status).toBe(202);
+    const handle = client.workflow.getHandle(accepted.body.id);
+    await handle.result();
+    const { executionConfig } = await connection.workflowService.describeWorkflowExecution({ namespace: 'default', execution: { workflowId: accepted.body.id } });
+    expect(plain(executionConfig?.userMetadata?.summary)).toBe(`report (text) · ${t.workspace}`);
+    const history = await handle.fetchHistory();
+    const summaries = (history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes).map((e) => plain(e.userMetadata?.summary));
+    expect(summaries).toEqual(['record the report as running', 'settle the report with the run\'s answer']);
   });
 });

@@ -6,7 +6,6 @@ import {
   isCancellation,
   patched,
   proxyActivities,
-  proxyLocalActivities,
   TimeoutFailure,
   type RetryPolicy,
 } from '@temporalio/workflow';
@@ -18,6 +17,7 @@ import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
+import { namedLocalActivities } from './namedActivities';
 import { unsealed } from './summaries';
 
 /**
@@ -56,10 +56,10 @@ const PARALLEL_TOOLS_PATCH = 'parallel-tool-calls';
  * settles even after a long database outage; one that never does (terminated, timed out) is
  * settled by the reconciler instead.
  */
-const { settleRun, emitRunEvent, recordRunCancel } = proxyLocalActivities<typeof activities>({
-  startToCloseTimeout: '10s',
-  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
-});
+const { settleRun, emitRunEvent, recordRunCancel } = namedLocalActivities(
+  { startToCloseTimeout: '10s', retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' } },
+  { settleRun: 'settle: status, ledger, log and events', emitRunEvent: 'stream event', recordRunCancel: 'record the cancel' },
+);
 
 function handoffReason(args: string): string {
   try {

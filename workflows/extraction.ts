@@ -6,6 +6,7 @@ import type { RunInput, RunOutcome } from '../domain/runs';
 import { agentRun } from './agentRun';
 import { runStartOptions } from './agentRun.options';
 import { unsealed } from './summaries';
+import { namedActivities } from './namedActivities';
 
 export interface ExtractionInput {
   extractionId: string;
@@ -14,7 +15,10 @@ export interface ExtractionInput {
 
 /** Bookkeeping in PostgreSQL: short and idempotent, retried until it succeeds. */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };
-const { holdSegmentCredits, extractionProgress, settleExtraction } = proxyActivities<typeof activities>({ startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY });
+const { holdSegmentCredits, extractionProgress, settleExtraction } = namedActivities(
+  { startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY },
+  { holdSegmentCredits: 'hold a segment\'s credits', extractionProgress: 'record progress', settleExtraction: 'settle the extraction' },
+);
 /** Reading the document: a few tries (a worker that dies, a storage blip); unreadable content is decided inside, not retried. */
 const { beginExtraction } = proxyActivities<typeof activities>({
   summary: unsealed('read and segment the document'),

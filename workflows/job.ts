@@ -1,5 +1,4 @@
-import { CancellationScope, continueAsNew, executeChild, isCancellation, proxyActivities, type RetryPolicy } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import { CancellationScope, continueAsNew, executeChild, isCancellation, type RetryPolicy } from '@temporalio/workflow';
 import type { JobItem, StartedItem } from '../activities/jobs';
 import { ITEMS_PER_EXECUTION, JOB_CONCURRENCY, type JobType } from '../domain/jobs';
 import type { RunInput, RunOutcome } from '../domain/runs';
@@ -8,6 +7,7 @@ import { runStartOptions } from './agentRun.options';
 import { extraction } from './extraction';
 import { knowledgeIngestion } from './knowledgeIngestion';
 import { SEARCH_ATTRIBUTES } from './registry';
+import { namedActivities } from './namedActivities';
 
 export interface JobInput {
   jobId: string;
@@ -20,9 +20,12 @@ export interface JobInput {
 
 /** Bookkeeping and item creation in PostgreSQL: short and idempotent, retried until it succeeds. */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };
-const { jobWindow, startJobItem, finishJobItem, finishJob } = proxyActivities<typeof activities>({ startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY });
+const { jobWindow, startJobItem, finishJobItem, finishJob } = namedActivities(
+  { startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY },
+  { jobWindow: 'read the next items', startJobItem: 'start an item', finishJobItem: 'record an item\'s outcome', finishJob: 'settle the job' },
+);
 /** Waiting for an ingestion the job joined (not its child): as long as an ingestion may take, heartbeating. */
-const { awaitIngestion } = proxyActivities<typeof activities>({ startToCloseTimeout: '1h', heartbeatTimeout: '30s', retry: BOOKKEEPING_RETRY });
+const { awaitIngestion } = namedActivities({ startToCloseTimeout: '1h', heartbeatTimeout: '30s', retry: BOOKKEEPING_RETRY }, { awaitIngestion: 'wait for the joined ingestion' });
 
 const background = (workspace: string, kind: string) => ({
   taskQueue: 'background',

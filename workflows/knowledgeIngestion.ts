@@ -1,5 +1,5 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, type RetryPolicy } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import { ActivityFailure, ApplicationFailure, type RetryPolicy } from '@temporalio/workflow';
+import { namedActivities } from './namedActivities';
 
 export interface IngestionInput {
   ingestionId: string;
@@ -18,8 +18,11 @@ const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficie
  */
 const INDEXING_RETRY: RetryPolicy = { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 5, nonRetryableErrorTypes: ['invalid_request'] };
 
-const { beginIngestion, completeIngestion, failIngestion } = proxyActivities<typeof activities>({ startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY });
-const { indexDocument } = proxyActivities<typeof activities>({ startToCloseTimeout: '30m', heartbeatTimeout: '1m', retry: INDEXING_RETRY });
+const { beginIngestion, completeIngestion, failIngestion } = namedActivities(
+  { startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY },
+  { beginIngestion: 'begin: reuse or index', completeIngestion: 'complete: switch to the new chunks', failIngestion: 'record the failure' },
+);
+const { indexDocument } = namedActivities({ startToCloseTimeout: '30m', heartbeatTimeout: '1m', retry: INDEXING_RETRY }, { indexDocument: 'extract, chunk and index the document' });
 
 function failureOf(err: unknown): { code: string; message: string } {
   const cause = err instanceof ActivityFailure ? err.cause : err;

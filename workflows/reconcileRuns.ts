@@ -1,12 +1,13 @@
-import { patched, proxyActivities } from '@temporalio/workflow';
+import { patched } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { RECONCILE_MIN_AGE_MS } from './timings';
+import { namedActivities } from './namedActivities';
 
 /** One batch looks at up to 100 runs, each a Temporal describe and perhaps a settlement: a minute is ample; retried a few times. */
-const { settleAbandonedRuns, failUnstartedWork, purgeCancelRecords } = proxyActivities<typeof activities>({
-  startToCloseTimeout: '1m',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 },
-});
+const { settleAbandonedRuns, failUnstartedWork, purgeCancelRecords } = namedActivities(
+  { startToCloseTimeout: '1m', retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5 } },
+  { settleAbandonedRuns: 'settle runs left open', failUnstartedWork: 'fail work never started', purgeCancelRecords: 'delete old cancel records' },
+);
 
 /**
  * The reconciler, started by the `reconcile-runs` Schedule: settles every run that its workflow left

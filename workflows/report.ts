@@ -1,9 +1,9 @@
-import { executeChild, proxyActivities, type RetryPolicy } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import { executeChild, type RetryPolicy } from '@temporalio/workflow';
 import type { ReportFormat } from '../domain/reports';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import { agentRun } from './agentRun';
 import { runStartOptions } from './agentRun.options';
+import { namedActivities } from './namedActivities';
 
 export interface ReportInput {
   reportId: string;
@@ -14,7 +14,10 @@ export interface ReportInput {
 
 /** Bookkeeping in PostgreSQL: short and idempotent, retried until it succeeds. */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };
-const { reportStarted, reportSettled } = proxyActivities<typeof activities>({ startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY });
+const { reportStarted, reportSettled } = namedActivities(
+  { startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY },
+  { reportStarted: 'record the report as running', reportSettled: 'settle the report with the run\'s answer' },
+);
 
 /**
  * One report: queued → running (its run started as a child workflow on the agent-runs queue) →
