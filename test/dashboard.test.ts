@@ -7,6 +7,7 @@ import { QueryTypes } from 'sequelize';
 import * as admin from '../admin/commands';
 import { db } from '../db/sequelize';
 import { ROLE_SCOPES } from '../domain/members';
+import { ingest, uploadedDocument } from './support/documents';
 import { call, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
 
 // Read by the API's config when it first loads: the run page links owners to a run's workflow there.
@@ -227,6 +228,31 @@ describe("a run's page", () => {
     const other = await tenant();
     const theirs = await call(api.url, 'POST', '/api/v2/responses', { key: other.key, body: { agent: other.agent, input: 'hi' } });
     expect((await viewer.goto(`${api.url}/dashboard/runs/${theirs.body.id}`))!.status()).toBe(404);
+    await context.close();
+  });
+});
+
+describe("a run's page, retrieval and repair", () => {
+  it('shows the retrieval with its passages\' chunk ids and the repair call, never the passages or the answer', async () => {
+    const t = await tenant({ scopes: ['responses:create', 'documents:create', 'knowledge:write', 'knowledge:read'], config: { knowledge: { collections: ['handbook'] } } });
+    const document = await uploadedDocument(api.url, t.key, 'handbook.txt', 'text/plain', Buffer.from('SECRET-PASSAGE: returns are accepted within 30 days.'));
+    await ingest(api.url, t.key, document, 'handbook');
+    // The first answer misses the schema, the repair fits it.
+    await scriptModel(t.model, [{ text: '{"wrong":1}' }, { text: '{"answer":"SECRET-ANSWER"}' }]);
+    const format = { type: 'json_schema', name: 'reply', schema: { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'], additionalProperties: false } };
+    const ran = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Are returns accepted?', response_format: format } });
+    expect(ran.body.status).toBe('completed');
+    const [chunk] = (await db().query<{ public_id: string }>('SELECT c.public_id FROM knowledge_chunks c JOIN documents d ON d.id = c.document_id WHERE d.public_id = :document', { replacements: { document }, type: QueryTypes.SELECT }));
+
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await setUp(page, (await member(t, 'viewer')).setupPath);
+    await page.goto(`${api.url}/dashboard/runs/${ran.body.id}`);
+    const steps = await page.locator('#run-timeline tbody tr').evaluateAll((rows) => rows.map((row) => [...row.querySelectorAll('td')].map((td) => td.textContent!.trim())));
+    expect(steps.map((cells) => cells[1])).toEqual(['queued', 'started', 'retrieval from 1 collection', 'model call 1, starting the run', 'model call 2 (repair)', 'settled']);
+    expect(steps[2][6]).toBe(`passages ${chunk.public_id}`);
+    expect(steps[4][2]).toBe('completed');
+    expect(await page.content()).not.toMatch(/SECRET-/);
     await context.close();
   });
 });
