@@ -8,7 +8,7 @@ import { findRunnableAgent } from '../db/agents';
 import { reserveCredits } from '../db/creditReservations';
 import { findDocument } from '../db/documents';
 import { extractionById, recordExtractionProgress, settleExtractionRecord, startExtractionRecord } from '../db/extractions';
-import { storeNamed } from '../storage/documentStore';
+import { storeNamed } from '../storage';
 import { heartbeating } from './bounded';
 import { extractText } from './extract';
 

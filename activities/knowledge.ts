@@ -6,7 +6,7 @@ import { findDocument } from '../db/documents';
 import { completeIngestionRecord, completeReusedIngestion, deleteIngestionChunks, insertChunks, reusableEntry } from '../db/knowledgeChunks';
 import { failIngestionRecord, ingestionById, recordProgress, startIngestion, type IngestionRow } from '../db/knowledgeIngestions';
 import { transaction } from '../db/sql';
-import { storeNamed } from '../storage/documentStore';
+import { storeNamed } from '../storage';
 import { heartbeating } from './bounded';
 import { extractText } from './extract';
 

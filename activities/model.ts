@@ -1,8 +1,8 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } from '../domain/agents';
 import { historyTokens } from '../domain/billing';
-import { checkStructured, type StructuredCheck } from '../domain/structuredOutput';
-import { itemText, type Attachment, type Deadline, type OutputItem, type ResponseFormat } from '../domain/runs';
+import { checkStructured } from '../domain/structuredOutput';
+import { itemText, type Attachment, type Deadline, type OutputItem, type ResponseFormat, type StructuredCheck } from '../domain/runs';
 import { estimateTokens, type Usage } from '../domain/usage';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';

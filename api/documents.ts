@@ -5,7 +5,7 @@ import { signGrant, type GrantPurpose } from '../domain/grants';
 import type { StoredDocument } from '../db/documents';
 import { workspaceBalance } from '../db/workspaces';
 import { config } from '../infra/config';
-import { storeNamed, type StoredObject } from '../storage/documentStore';
+import { storeNamed, type StoredObject } from '../storage';
 
 /** Where a document's bytes are, for its store. */
 export function storedObject(document: StoredDocument, uploadKey = document.storage_key ?? ''): StoredObject {

@@ -1,6 +1,5 @@
 import type { AgentConfig } from './agents';
 import type { ErrorCode, RunStatus } from './errors';
-import type { StructuredCheck } from './structuredOutput';
 import type { Usage } from './usage';
 
 /**
@@ -137,6 +136,11 @@ export interface Deadline {
 export function timedOut(deadline: Deadline): { code: 'provider_unavailable'; message: string } {
   return { code: 'provider_unavailable', message: `The run did not finish within timeout_ms (${deadline.timeoutMs} ms).` };
 }
+
+/** A reply checked against the response format (domain/structuredOutput.ts): its value, or where it fails. */
+export type StructuredCheck =
+  | { ok: true; value: unknown }
+  | { ok: false; paths: string[]; problems: string[] };
 
 /** Spec: structured output is repaired at most once, so a run's number of model calls is known up front. */
 export const REPAIR_ATTEMPTS = 1;

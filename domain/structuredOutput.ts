@@ -4,7 +4,7 @@ import type { RegExpEngine } from 'ajv/dist/types';
 import addFormats from 'ajv-formats';
 import { LRUCache } from 'lru-cache';
 import { RE2JS } from 're2js';
-import type { ResponseFormat } from './runs';
+import type { ResponseFormat, StructuredCheck } from './runs';
 
 /**
  * Bounds on a caller's response_format.schema, checked before anything compiles it: the check is one
@@ -114,10 +114,6 @@ export function schemaProblem(schema: Record<string, unknown>): string | undefin
   }
   return verdict.problem;
 }
-
-export type StructuredCheck =
-  | { ok: true; value: unknown }
-  | { ok: false; paths: string[]; problems: string[] };
 
 function stripFence(text: string): string {
   const fenced = /^\s*```(?:json)?\s*\n([\s\S]*?)\n?```\s*$/i.exec(text);

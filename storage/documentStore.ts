@@ -1,7 +1,4 @@
 import type { Readable } from 'node:stream';
-import { config } from '../infra/config';
-import { postgresStore } from './postgresStore';
-import { s3Store } from './s3Store';
 
 /** Where one upload's bytes are: its document, and the key of the upload attempt that wrote them. */
 export interface StoredObject {
@@ -27,14 +24,4 @@ export interface DocumentStore {
   removeOthers(object: StoredObject): Promise<void>;
   /** Removes every upload's bytes of the document (it is being deleted). */
   removeAll(object: StoredObject): Promise<void>;
-}
-
-/** The store new uploads go to (DOCUMENT_STORAGE). */
-export function uploadStore(): DocumentStore {
-  return storeNamed(config().documents.storage);
-}
-
-/** The store a document's record names: switching DOCUMENT_STORAGE leaves earlier documents readable. */
-export function storeNamed(name: 'postgres' | 's3'): DocumentStore {
-  return name === 's3' ? s3Store() : postgresStore;
 }

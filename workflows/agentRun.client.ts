@@ -1,7 +1,6 @@
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { RunInput } from '../domain/runs';
-import type { agentRun } from './agentRun';
-import { RUN_QUEUE, runStartOptions, type QueuedRunMemo } from './agentRun.options';
+import { RUN_QUEUE, runStartOptions, type AgentRunWorkflow, type QueuedRunMemo } from './agentRun.options';
 import { SEARCH_ATTRIBUTES } from './registry';
 import { sharesWorkerConnection } from '../infra/temporalClient';
 
@@ -11,7 +10,7 @@ import { sharesWorkerConnection } from '../infra/temporalClient';
  */
 export { RUN_QUEUE, type QueuedRunMemo } from './agentRun.options';
 
-export type RunHandle = WorkflowHandle<typeof agentRun>;
+export type RunHandle = WorkflowHandle<AgentRunWorkflow>;
 
 /**
  * Starts the run, or attaches to it when a workflow with its id exists already (a retried request
@@ -21,7 +20,7 @@ export type RunHandle = WorkflowHandle<typeof agentRun>;
  */
 export async function startRun(client: Client, input: RunInput, options: { taskQueue?: string } = {}): Promise<RunHandle> {
   try {
-    return await client.workflow.start<typeof agentRun>('agentRun', {
+    return await client.workflow.start<AgentRunWorkflow>('agentRun', {
       ...runStartOptions(input, options.taskQueue),
       requestEagerStart: sharesWorkerConnection(client) && (options.taskQueue ?? RUN_QUEUE) === RUN_QUEUE,
       workflowIdConflictPolicy: 'USE_EXISTING',
@@ -35,7 +34,7 @@ export async function startRun(client: Client, input: RunInput, options: { taskQ
 }
 
 export function runHandle(client: Client, runId: string): RunHandle {
-  return client.workflow.getHandle<typeof agentRun>(runId);
+  return client.workflow.getHandle<AgentRunWorkflow>(runId);
 }
 
 export type RunWorkflowState = 'open' | 'completed' | 'cancelled' | 'ended';

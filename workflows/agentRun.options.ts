@@ -1,7 +1,13 @@
-import type { RunInput, RunResponse } from '../domain/runs';
+import type { RunInput, RunOutcome, RunResponse } from '../domain/runs';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { runDescribed } from './summaries';
 import { RUN_EXECUTION_MARGIN_MS } from './timings';
+
+/**
+ * What an agentRun workflow takes and returns: its starters (agentRun.client.ts, which the
+ * reconciler's activity calls too) type their handles with it, so no activity imports the workflow.
+ */
+export type AgentRunWorkflow = (input: RunInput) => Promise<RunOutcome>;
 
 /** The queue agentRun workflows run on. */
 export const RUN_QUEUE: TaskQueue = 'agent-runs';

@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import type { webhookDelivery, WebhookDeliveryInput } from './webhookDelivery';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
+import type { WebhookDeliveryInput, WebhookDeliveryWorkflow } from './webhookDelivery.signature';
 import { serviceDescribed } from './summaries';
 
 /** How webhook delivery workflows are started: id, queue, search attributes. */
@@ -28,7 +28,7 @@ export function deliveryWorkflowId(deliveryId: string, generation: number): stri
 /** Starts one generation of a delivery, at most once however often asked (a dispatcher pass retried after a crash). */
 export async function startDelivery(client: Client, s: DeliveryStart): Promise<void> {
   const input: WebhookDeliveryInput = { deliveryId: s.deliveryId, generation: s.generation, firstAttempt: s.firstAttempt, retryDelaysMs: s.retryDelaysMs };
-  await startOnce<typeof webhookDelivery>(client, 'webhookDelivery', {
+  await startOnce<WebhookDeliveryWorkflow>(client, 'webhookDelivery', {
     taskQueue: WEBHOOK_QUEUE,
     workflowId: deliveryWorkflowId(s.deliveryId, s.generation),
     args: [input],

@@ -6,7 +6,7 @@ import { documentObject } from '../../../domain/documents';
 import { invalidRequest, ServiceError } from '../../../domain/errors';
 import { claimUpload, finishUpload, findGrantedDocument, releaseUpload } from '../../../db/documents';
 import { logger } from '../../../infra/logger';
-import { uploadStore } from '../../../storage/documentStore';
+import { uploadStore } from '../../../storage';
 import { alreadyUploaded, sendDocument, storedObject } from '../../documents';
 import { redeemGrant } from '../../middleware/redeemGrant';
 import { validate, type Input } from '../../middleware/validate';

@@ -4,7 +4,7 @@ import { documentObject } from '../../../domain/documents';
 import { ServiceError } from '../../../domain/errors';
 import { mintId } from '../../../domain/ids';
 import { deleteDocument, documentPage, findDocument, insertDocument, type StoredDocument } from '../../../db/documents';
-import { storeNamed, uploadStore } from '../../../storage/documentStore';
+import { storeNamed, uploadStore } from '../../../storage';
 import { alreadyUploaded, requireCredit, requireUploaded, sendDocument, storedObject, transferUrl } from '../../documents';
 import { listPage } from '../../listPage';
 import { authorize, workspaceOf } from '../../middleware/auth';
