@@ -184,7 +184,7 @@ async function confirmedCancel(ctx: Context): Promise<void> {
 /**
  * A retried attempt of a streamed call (its worker died, or the provider failed mid-answer): whatever
  * the earlier attempts streamed is void. The new attempt says so first, with an empty delta marked
- * `reset: true` (README, "Streaming"), so a client drops that call's text and shows none of it twice;
+ * `reset: true` (docs/api.md, "Streaming"), so a client drops that call's text and shows none of it twice;
  * and what the previous attempt consumed (it never reported usage) is estimated and billed once.
  */
 async function resetStreamedCall(events: RunEvents, input: GenerateInput, attempt: number, messages: ChatMessage[], deltaType: StreamEventType): Promise<void> {

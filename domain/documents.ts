@@ -1,4 +1,4 @@
-/** Documents: a record, then its bytes, uploaded once through a grant (README, "Documents"). */
+/** Documents: a record, then its bytes, uploaded once through a grant (docs/api.md, "Documents"). */
 
 export type DocumentStatus = 'pending' | 'uploaded';
 

@@ -8,7 +8,7 @@ export const ERROR_TABLE = {
   authentication_error: { http: 401, runStatus: 'failed' },
   conversation_not_found: { http: 404, runStatus: 'failed' },
   // Not in the spec's table (its documents and knowledge shapes are "not shown"): the same kinds of
-  // answer as its own codes, for documents, ingestions and transfer grants (README, "Documents").
+  // answer as its own codes, for documents, ingestions and transfer grants (docs/api.md, "Documents").
   document_already_uploaded: { http: 409, runStatus: 'failed' },
   document_not_found: { http: 404, runStatus: 'failed' },
   document_not_uploaded: { http: 409, runStatus: 'failed' },
@@ -20,7 +20,7 @@ export const ERROR_TABLE = {
   invalid_context: { http: 403, runStatus: 'failed' },
   job_not_found: { http: 404, runStatus: 'failed' },
   invalid_request: { http: 400, runStatus: 'failed' },
-  // Not in the spec's table: the dashboard's keys and member set-up links (README, "Dashboard").
+  // Not in the spec's table: the dashboard's keys and member set-up links (docs/operations.md, "Dashboard").
   key_not_found: { http: 404, runStatus: 'failed' },
   setup_link_not_found: { http: 404, runStatus: 'failed' },
   knowledge_unavailable: { http: 503, runStatus: 'failed' },
@@ -40,7 +40,7 @@ export const ERROR_TABLE = {
   tool_execution_failed: { http: 502, runStatus: 'failed' },
   usage_blocked: { http: 402, runStatus: 'blocked' },
   // Not in the spec's table (partner webhook shapes beyond the fields given are "not shown"): the
-  // same kinds of answer as its own codes (README, "Partner webhooks").
+  // same kinds of answer as its own codes (docs/webhooks.md).
   webhook_delivery_in_progress: { http: 409, runStatus: 'failed' },
   webhook_delivery_not_found: { http: 404, runStatus: 'failed' },
   webhook_endpoint_disabled: { http: 409, runStatus: 'failed' },

@@ -45,7 +45,7 @@ function retryDelays(): number[] {
   return delays;
 }
 
-/** WORKER_* capacity settings (README, Scaling): cached runs never fewer than the runs in flight. */
+/** WORKER_* capacity settings (docs/operations.md, Scaling): cached runs never fewer than the runs in flight. */
 function workerCapacity(): Config['worker'] {
   const inflightRuns = Math.max(1, int('WORKER_MAX_INFLIGHT_RUNS', 1000));
   return {
@@ -78,7 +78,7 @@ export interface Config {
   logLevel: string;
   /** How long a SIGTERMed worker lets in-flight activities finish before cancelling them. */
   workerShutdownGraceMs: number;
-  /** The API process also runs an agent-runs worker on its client's connection, so runs start eagerly (README, Performance). */
+  /** The API process also runs an agent-runs worker on its client's connection, so runs start eagerly (docs/performance.md, "Eager dispatch"). */
   runsInApi: boolean;
   /** On SIGTERM the API fails readiness, waits this long for the load balancer to notice, then stops listening. */
   shutdownDelayMs: number;

@@ -3,8 +3,8 @@ import { config, DEVELOPMENT_SIGNING_SECRET, metricsServed } from './config';
 import { logger } from './logger';
 
 /**
- * What the API and the workers check before they start (README, "Development mode and startup
- * refusals"). SIGNING_SECRET derives the document grants, the OAuth cookie and ID-token keys and every
+ * What the API and the workers check before they start (docs/operations.md, "Development mode and
+ * startup refusals"). SIGNING_SECRET derives the document grants, the OAuth cookie and ID-token keys and every
  * workspace's tool secret; PAYLOAD_ENCRYPTION_KEYS seals Temporal payloads, stored idempotency answers
  * and webhook signing secrets. A process that would run on a secret anyone can read, guess or derive
  * refuses to start, naming the variable, unless DEVELOPMENT_MODE is on (`npm start`, the tests), where
@@ -83,7 +83,7 @@ export function checkStartup(process_: 'api' | 'worker', env: NodeJS.ProcessEnv 
     logger.warn({ problems }, 'DEVELOPMENT_MODE: starting with development secrets anyone can read; never run this way in production');
   }
   if (!env.PAYLOAD_ENCRYPTION_KEYS && !c.developmentMode) {
-    logger.warn('PAYLOAD_ENCRYPTION_KEYS is not set: payloads are sealed with a key derived from SIGNING_SECRET, so changing that secret means a key change too (README, Keys); set a key ring of its own');
+    logger.warn('PAYLOAD_ENCRYPTION_KEYS is not set: payloads are sealed with a key derived from SIGNING_SECRET, so changing that secret means a key change too (docs/operations.md, "Keys and the codec endpoint"); set a key ring of its own');
   }
   if (metricsServed(c)) return;
   if (process_ === 'api') logger.warn('metrics are off: GET /metrics answers 501 until METRICS_TOKEN is set');

@@ -105,7 +105,7 @@ describe('the Grafana dashboard', () => {
     ]) {
       expect(used).toContain(metric);
     }
-    // The 5xx panel and the per-queue latency panels group as the README's questions need.
+    // The 5xx panel and the per-queue latency panels group as the questions in docs/operations.md (Metrics) need.
     expect(targets.some((t) => /code=~"5\.\."/.test(t.expr))).toBe(true);
     for (const kind of ['workflow_task', 'activity']) {
       expect(targets.some((t) => t.expr.includes(`histogram_quantile(0.95, sum by (task_queue, le) (rate(temporal_${kind}_schedule_to_start_latency_bucket`))).toBe(true);

@@ -10,7 +10,7 @@ const api = useApi();
 const run = promisify(execFile);
 
 /**
- * The official conformance suite's server scenarios that apply to this transport (README, "MCP").
+ * The official conformance suite's server scenarios that apply to this transport (docs/mcp-oauth.md, "MCP").
  * The others test what the spec deliberately leaves out (resources, prompts, logging, completion,
  * sampling, elicitation, event streams) or call the reference server's own test tools.
  */

@@ -17,7 +17,7 @@ import { ingest, uploadedDocument } from './support/documents';
 /**
  * Replay tests: the recorded histories of representative runs (and of the reconciler) must replay against the workflow code
  * as it is now, so a change that would break runs in flight (non-determinism) fails here. After an
- * intended change of a workflow's commands, re-record with `npm run record-histories` (README,
+ * intended change of a workflow's commands, re-record with `npm run record-histories` (docs/operations.md,
  * "Changing a workflow"); to keep runs in flight working across such a change, use patched().
  */
 const HISTORIES = path.join(__dirname, 'histories');

@@ -29,8 +29,8 @@ const scratch = mkdtempSync(path.join(tmpdir(), 'schemathesis-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /**
- * Methods a path does not document are answered 501 `not_implemented` by design (README, "API
- * reference"), which schemathesis would count as server errors: it sends only documented methods.
+ * Methods a path does not document are answered 501 `not_implemented` by design (docs/api.md,
+ * "Unknown paths"), which schemathesis would count as server errors: it sends only documented methods.
  */
 const ONLY_DOCUMENTED_METHODS = '[phases.coverage]\nunexpected-methods = []\n';
 

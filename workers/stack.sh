@@ -13,13 +13,13 @@ mkdir -p .data
 export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:7233}"
 export PORT="${PORT:-8080}"
 # A development stack: the API and the worker start with development secrets (with a warning) and
-# serve metrics without METRICS_TOKEN. Outside it they refuse weak secrets (README, Configuration).
+# serve metrics without METRICS_TOKEN. Outside it they refuse weak secrets (docs/operations.md, Configuration).
 export DEVELOPMENT_MODE="${DEVELOPMENT_MODE:-1}"
 UI_PORT="${TEMPORAL_UI_PORT:-8233}"
 # The dashboard's run page links owners to a run's workflow in this UI.
 export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$UI_PORT}"
 # The UI decodes runs' sealed payloads through the API's codec endpoint, which in development mode
-# answers this machine's callers without the operator token (README, "Keys and the codec endpoint").
+# answers this machine's callers without the operator token (docs/operations.md, "Keys and the codec endpoint").
 export CODEC_ALLOWED_ORIGINS="${CODEC_ALLOWED_ORIGINS:-http://127.0.0.1:$UI_PORT,http://localhost:$UI_PORT}"
 
 pids=()

@@ -8,7 +8,7 @@ import { CSRF_HEADER, SESSION_COOKIE, currentSession, requireCsrf, sessionPrinci
 import type { AppState, Principal } from '../state';
 import { enforceRateLimit } from './rateLimit';
 
-/** Reads change nothing and spend nothing: without Redis they are served uncounted (README, "Rate limits"). */
+/** Reads change nothing and spend nothing: without Redis they are served uncounted (docs/api.md, "Rate limits"). */
 const READS = new Set(['GET', 'HEAD']);
 
 type Finder<S> = (ctx: Context & { state: S }) => string | undefined | Promise<string | undefined>;

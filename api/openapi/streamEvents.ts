@@ -13,7 +13,7 @@ const delta = closed(
 );
 const tool = { id: publicId('run'), call_id: string(), tool: string() };
 
-/** The `data` of each event (spec "Streaming events"; README, "Streaming"). */
+/** The `data` of each event (spec "Streaming events"; docs/api.md, "Streaming"). */
 const DATA: Record<StreamEventType, { schema: JsonSchema; meaning: string }> = {
   'response.started': {
     meaning: 'Run begun; from here the HTTP status is 200. The run object without `output` and `usage`, plus `stream_version`.',
