@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
 import pLimit from 'p-limit';
 import type { Extractor } from '../domain/knowledge';
 import { config } from '../infra/config';
@@ -60,14 +60,17 @@ async function readWhole(bytes: Readable, what: string): Promise<Buffer> {
  * Whatever the file does to its parser (an exception, running out of memory or CPU) is the file's
  * and final; only failing to start the process at all is the service's, and retried.
  */
-function parseIsolated(format: WholeFormat, file: Buffer, what: string): Promise<string[]> {
-  return parses()(() => parseProcess(format, file, what));
+function parseIsolated(format: WholeFormat, file: Buffer, what: string, signal?: AbortSignal): Promise<string[]> {
+  return parses()(() => (signal?.aborted ? Promise.reject(givenUp()) : parseProcess(format, file, what, signal)));
 }
+
+const givenUp = () => new CancelledFailure('the parse was given up with its activity');
 
 let limit: pLimit.Limit | undefined;
 const parses = () => (limit ??= pLimit(config().parse.concurrency));
 
-function parseProcess(format: WholeFormat, file: Buffer, what: string): Promise<string[]> {
+/** A parse whose activity is given up (cancelled, timed out, its worker stopping) is killed at once, not left to its limits. */
+function parseProcess(format: WholeFormat, file: Buffer, what: string, signal?: AbortSignal): Promise<string[]> {
   const { memoryMb, cpuS } = config().parse;
   return new Promise((resolve, reject) => {
     const child = spawn('prlimit', [`--as=${memoryMb * 1024 * 1024}`, `--cpu=${cpuS}`, '--', process.execPath, `--max-old-space-size=${PARSE_HEAP_MB}`, PARSE_PROCESS, format], {
@@ -79,16 +82,21 @@ function parseProcess(format: WholeFormat, file: Buffer, what: string): Promise<
       timedOut = true;
       child.kill('SIGKILL');
     }, PARSE_TIMEOUT_MS);
+    const abandon = () => child.kill('SIGKILL');
+    signal?.addEventListener('abort', abandon, { once: true });
     child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
     // A process that dies before reading all of stdin closes the pipe: its exit says why.
     child.stdin.on('error', () => undefined);
     child.stdin.end(file);
     child.once('error', (err) => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', abandon);
       reject(err);
     });
-    child.once('close', (code, signal) => {
+    child.once('close', (code, killedBy) => {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', abandon);
+      if (signal?.aborted) return reject(givenUp());
       let answer: { pages?: string[]; unreadable?: string } | undefined;
       try {
         answer = code === 0 ? JSON.parse(Buffer.concat(out).toString('utf8')) : undefined;
@@ -98,16 +106,16 @@ function parseProcess(format: WholeFormat, file: Buffer, what: string): Promise<
       if (answer?.pages) return resolve(answer.pages);
       if (answer?.unreadable) return reject(unreadable(what, answer.unreadable));
       if (timedOut) return reject(unreadable(what, `parsing it took longer than ${PARSE_TIMEOUT_MS / 60_000} minutes.`));
-      reject(unreadable(what, `parsing it needs more memory or CPU than a parse is given (${memoryMb} MB, ${cpuS} s of CPU; ${signal ?? `exit ${code}`}).`));
+      reject(unreadable(what, `parsing it needs more memory or CPU than a parse is given (${memoryMb} MB, ${cpuS} s of CPU; ${killedBy ?? `exit ${code}`}).`));
     });
   });
 }
 
-/** The text of a document's bytes, in reading order, by its format. */
-export async function* extractText(extractor: Extractor, bytes: Readable): AsyncGenerator<TextPiece> {
+/** The text of a document's bytes, in reading order, by its format; `signal` gives up a parse under way. */
+export async function* extractText(extractor: Extractor, bytes: Readable, signal?: AbortSignal): AsyncGenerator<TextPiece> {
   if (extractor === 'text') return yield* streamText(bytes);
   const what = { html: 'HTML', pdf: 'PDF', docx: 'DOCX' }[extractor];
   const file = await readWhole(bytes, what);
   // Pages are separated like paragraphs, so no chunk boundary falls mid-word between two pages.
-  for (const page of await parseIsolated(extractor, file, what)) yield { text: `${page}\n\n`, bytesRead: file.length };
+  for (const page of await parseIsolated(extractor, file, what, signal)) yield { text: `${page}\n\n`, bytesRead: file.length };
 }

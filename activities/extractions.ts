@@ -1,4 +1,4 @@
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { maxRunCost } from '../domain/billing';
 import { extractorFor } from '../domain/knowledge';
 import { MAX_SEGMENTS, mergeExtracted, SEGMENT_CHARS, segments, segmentTask } from '../domain/extractions';
@@ -23,7 +23,7 @@ async function documentText(document: NonNullable<Awaited<ReturnType<typeof find
   const bytes = await storeNamed(document.storage!).read({ documentKey: document.id, workspace: document.workspace, document: document.public_id, uploadKey: document.storage_key! });
   let text = '';
   try {
-    for await (const piece of extractText(extractorFor(document.mime_type)!, bytes)) {
+    for await (const piece of extractText(extractorFor(document.mime_type)!, bytes, Context.current().cancellationSignal)) {
       text += piece.text;
       if (text.length > MAX_SEGMENTS * SEGMENT_CHARS * 1.2) return undefined;
     }

@@ -81,7 +81,7 @@ export function indexDocument(ingestionId: string): Promise<{ state: 'gone' } | 
       batch = [];
     };
     try {
-      for await (const piece of extractText(extractorFor(document.mime_type)!, bytes)) {
+      for await (const piece of extractText(extractorFor(document.mime_type)!, bytes, ctx.cancellationSignal)) {
         bytesRead = piece.bytesRead;
         await add(chunker.push(piece.text));
       }
