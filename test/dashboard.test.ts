@@ -275,17 +275,18 @@ describe('runs that need attention', () => {
     await page.goto(`${api.url}/dashboard/runs`);
     const listed = () => page.locator('tbody tr td:nth-child(2)').allInnerTexts();
     expect(await listed()).toEqual([slower, slow, reconciled, failed, ok].map((r) => r.body.id));
-    const show = async (view: string, waitedS?: string) => {
-      await page.getByLabel('Show').selectOption({ label: view });
+    // Each filter is a GET of the page with the filter in its query: wait for that page, not any.
+    const show = async (view: string, label: string, waitedS?: string) => {
+      await page.getByLabel('Show').selectOption({ label });
       if (waitedS) await page.getByLabel(/longer than/).fill(waitedS);
       await page.getByRole('button', { name: 'Filter' }).click();
-      await page.waitForLoadState();
+      await page.waitForURL((url) => url.searchParams.get('view') === view && (!waitedS || url.searchParams.get('waited_s') === waitedS));
       return listed();
     };
-    expect(await show('Failed or blocked')).toEqual([failed.body.id]);
-    expect(await show('Settled by the reconciler')).toEqual([reconciled.body.id]);
-    expect(await show('Waited in the queue', '60')).toEqual([slower.body.id, slow.body.id]);
-    expect(await show('Waited in the queue', '300')).toEqual([slower.body.id]);
+    expect(await show('failed', 'Failed or blocked')).toEqual([failed.body.id]);
+    expect(await show('reconciled', 'Settled by the reconciler')).toEqual([reconciled.body.id]);
+    expect(await show('queued', 'Waited in the queue', '60')).toEqual([slower.body.id, slow.body.id]);
+    expect(await show('queued', 'Waited in the queue', '300')).toEqual([slower.body.id]);
     await page.screenshot({ path: path.join(SHOTS, 'runs-attention.png'), fullPage: true });
     // Paging keeps the filter.
     await page.goto(`${api.url}/dashboard/runs?view=queued&waited_s=60&limit=25`);
