@@ -5,7 +5,7 @@ import { listPage } from '../../listPage';
 import type { IdKind } from '../../../domain/ids';
 import { conversationPage } from '../../../db/conversations';
 import { logPage } from '../../../db/runLogs';
-import { runPage } from '../../../db/runs';
+import { runPage, type RunFilters } from '../../../db/runs';
 import type { Scope } from '../../../domain/scopes';
 import { memberPage, render, type PageState } from '../page';
 import { RUN_VIEWS, runFilterState } from '../runFilters';
@@ -18,10 +18,18 @@ interface Listing {
   title: string;
   scope: Scope;
   kind: IdKind;
-  page: (workspaceId: number, after: string | undefined, limit: number, query: ParsedUrlQuery) => Promise<{ public_id: string }[] | undefined>;
-  /** What the view needs besides the rows (the Runs page's filter), and the query the pager carries along. */
-  filter?: (query: ParsedUrlQuery) => { view: Record<string, unknown>; params: [string, string][] };
+  page: (workspaceId: number, after: string | undefined, limit: number, filters: RunFilters) => Promise<{ public_id: string }[] | undefined>;
+  /** The page's filter read from its query: what the rows are filtered by, what the view shows of it, and what the pager carries along. */
+  filter?: (query: ParsedUrlQuery) => Filter;
 }
+
+interface Filter {
+  filters: RunFilters;
+  view: Record<string, unknown>;
+  params: [string, string][];
+}
+
+const NO_FILTER: Filter = { filters: {}, view: {}, params: [] };
 
 // Metadata only: each page lists what its table holds about a run or a conversation, never content.
 const LISTINGS: Listing[] = [
@@ -33,10 +41,10 @@ const LISTINGS: Listing[] = [
     scope: 'agents:read',
     kind: 'run',
     // The runs that need attention: the filters of GET /api/v2/runs.
-    page: (w, after, limit, query) => runPage(w, after, limit, runFilterState(query).filters),
+    page: (w, after, limit, filters) => runPage(w, after, limit, filters),
     filter: (query) => {
-      const { view, waitedS, params } = runFilterState(query);
-      return { view: { views: RUN_VIEWS, view, waitedS }, params };
+      const { view, waitedS, filters, params } = runFilterState(query);
+      return { filters, view: { views: RUN_VIEWS, view, waitedS }, params };
     },
   },
   { path: '/dashboard/conversations', view: 'conversations', title: 'Conversations', scope: 'conversations:read', kind: 'conversation', page: (w, after, limit) => conversationPage(w, after, limit) },
@@ -48,10 +56,10 @@ export function activityPages(router: Router<PageState>): void {
     router.get(listing.path, memberPage(listing.scope), async (ctx) => {
       const limit = LIMITS.includes(Number(ctx.query.limit)) ? Number(ctx.query.limit) : LIMITS[0];
       const cursor = typeof ctx.query.cursor === 'string' && ctx.query.cursor !== '' ? ctx.query.cursor : undefined;
-      const rows = await listing.page(ctx.state.session.workspace.id, cursor && decodeCursor(cursor, listing.kind), limit + 1, ctx.query);
+      const filter = listing.filter?.(ctx.query) ?? NO_FILTER;
+      const rows = await listing.page(ctx.state.session.workspace.id, cursor && decodeCursor(cursor, listing.kind), limit + 1, filter.filters);
       // The API's own paging: the same cursor, refused the same way when it is not this workspace's.
       const page = listPage(rows, limit, (row) => row);
-      const filter = listing.filter?.(ctx.query) ?? { view: {}, params: [] };
       const carried = filter.params.map(([name, value]) => `&${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('');
       render(ctx, listing.view, { title: listing.title, nav: listing.view, rows: page.data, limit, limits: LIMITS, next: page.next_cursor, first: cursor === undefined, params: filter.params, carried, ...filter.view });
     });
