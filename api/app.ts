@@ -7,6 +7,7 @@ import { oauthRouter } from './oauth/router';
 import { mcpRouter } from './routes/mcp/mcp';
 import { errorEnvelope } from './middleware/errorEnvelope';
 import { jsonBody } from './middleware/jsonBody';
+import type { Schemas } from './middleware/validate';
 import { requestContext } from './middleware/requestContext';
 import { agentsRoutes } from './routes/agents/agents';
 import { codecRoutes } from './routes/codec/codec';
@@ -54,13 +55,19 @@ function routers(): { rawBody: Router<AppState>; json: Router<AppState> } {
 }
 
 /** Every route the API answers, as method and path template: test/openapi.test.ts holds the OpenAPI document to it. */
-export function routeList(): { method: string; path: string }[] {
+export function routeList(): { method: string; path: string; schemas?: Schemas }[] {
   const { rawBody, json } = routers();
   // The MCP router is listed too; its request handler is never asked for here.
   const mcp = mcpRouter(() => {
     throw new Error('not serving');
   });
-  return [rawBody, json, mcp].flatMap((r) => r.stack.flatMap((layer) => layer.methods.map((method) => ({ method, path: String(layer.path) }))));
+  return [rawBody, json, mcp].flatMap((r) =>
+    r.stack.flatMap((layer) => {
+      // What the route's validate() step checks (api/middleware/validate.ts marks it).
+      const schemas = layer.stack.map((m) => (m as { schemas?: Schemas }).schemas).find(Boolean);
+      return layer.methods.map((method) => ({ method, path: String(layer.path), ...(schemas && { schemas }) }));
+    }),
+  );
 }
 
 /** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */

@@ -59,3 +59,6 @@ export function hasPrefix(kind: IdKind, value: string): boolean {
 export function isPublicId(kind: IdKind, value: string): boolean {
   return value.startsWith(ID_PREFIX[kind]) && /^[0-9a-hjkmnp-tv-z]{26}$/.test(value.slice(ID_PREFIX[kind].length));
 }
+
+/** What isPublicId() accepts, as a pattern (for the OpenAPI document). */
+export const publicIdPattern = (kind: IdKind): string => `^${ID_PREFIX[kind]}[0-9a-hjkmnp-tv-z]{26}$`;

@@ -1,6 +1,7 @@
 import { validate } from '@readme/openapi-parser';
 import { routeList } from '../api/app';
 import { openApiDocument } from '../api/openapi/document';
+import { documentedRequests } from '../api/openapi/operation';
 import { ERROR_TABLE } from '../domain/errors';
 import { EVENT_TYPES } from '../domain/events';
 import { STREAM_EVENT_TYPES } from '../domain/streamEvents';
@@ -22,6 +23,15 @@ describe('the OpenAPI document', () => {
     const documented = Object.entries(paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`));
     expect(routes.length).toBeGreaterThan(40);
     expect([...new Set(documented)].sort()).toEqual([...new Set(routes)].sort());
+  });
+
+  it('documents each route\'s request with the very schemas the route validates it with', () => {
+    const routes = routeList().filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS');
+    const drift = routes
+      .filter((r) => documentedRequests.get(paths[template(r.path)][r.method.toLowerCase()]) !== r.schemas)
+      .map((r) => `${r.method} ${r.path}`);
+    expect(drift).toEqual([]);
+    expect(routes.filter((r) => r.schemas).length).toBeGreaterThan(40);
   });
 
   it('passes the OpenAPI 3.1 validator', async () => {

@@ -5,7 +5,8 @@ import path from 'node:path';
 import * as admin from '../admin/commands';
 import { isStaffScope } from '../domain/scopes';
 import { resetConfig } from '../infra/config';
-import { tenant, useApi } from './support/stack';
+import { uploadedDocument } from './support/documents';
+import { call, tenant, useApi } from './support/stack';
 
 /**
  * Schemathesis (PyPI, installed into .tools/schemathesis/ by workers/setup.sh --test) generates requests from the
@@ -16,8 +17,9 @@ import { tenant, useApi } from './support/stack';
 
 // Generated traffic far exceeds a workspace's 300 calls a minute; the limits have tests of their own.
 for (const dimension of ['CREDENTIAL', 'TENANT', 'TENANT_ENDPOINT', 'AGENT', 'PRINCIPAL']) process.env[`RATE_LIMIT_${dimension}`] = '0';
-// The codec is on (it answers 401 to a customer key) rather than off (501).
-process.env.CODEC_OPERATOR_TOKEN = 'operator-token-schemathesis-never-sends';
+// The codec is on (401 to any other credential), and one run sends its token.
+const OPERATOR_TOKEN = 'operator-token-for-schemathesis';
+process.env.CODEC_OPERATOR_TOKEN = OPERATOR_TOKEN;
 resetConfig();
 
 const api = useApi();
@@ -25,18 +27,23 @@ const SCHEMATHESIS = path.resolve(__dirname, '../.tools/schemathesis/bin/schemat
 /** Fixed, so a failure reproduces; SCHEMATHESIS_SEED explores other inputs. */
 const SEED = process.env.SCHEMATHESIS_SEED ?? '20260907';
 
+/** Realistic data where the document cannot say it: ids that name something, a recovery window relative to now. */
+const HOOKS = path.resolve(__dirname, 'support/schemathesis_hooks.py');
+
 const scratch = mkdtempSync(path.join(tmpdir(), 'schemathesis-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 /**
  * Methods a path does not document are answered 501 `not_implemented` by design (docs/api.md,
  * "Unknown paths"), which schemathesis would count as server errors: it sends only documented methods.
+ * An operation that refuses most of the data its document allows (`validation_mismatch`) fails the
+ * run: the document and the validation have drifted apart.
  */
-const ONLY_DOCUMENTED_METHODS = '[phases.coverage]\nunexpected-methods = []\n';
+const BASE_CONFIG = '[warnings]\nfail-on = ["validation_mismatch"]\n\n[phases.coverage]\nunexpected-methods = []\n';
 
-function schemathesis(args: string[], config: string): Promise<{ code: number | null; output: string }> {
+function schemathesis(args: string[], config: string, data: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
   const configFile = path.join(scratch, `${Math.random().toString(36).slice(2)}.toml`);
-  writeFileSync(configFile, ONLY_DOCUMENTED_METHODS + config);
+  writeFileSync(configFile, BASE_CONFIG + config);
   const command = [
     '--config-file', configFile, '--no-color', 'run', `${api.url}/api/v2/openapi.json`,
     '--checks', 'not_a_server_error,status_code_conformance,response_schema_conformance',
@@ -45,7 +52,7 @@ function schemathesis(args: string[], config: string): Promise<{ code: number | 
     ...args,
   ];
   return new Promise((resolve, reject) => {
-    const child = spawn(SCHEMATHESIS, command, { cwd: scratch, env: { ...process.env, SCHEMATHESIS_HOOKS: '' } });
+    const child = spawn(SCHEMATHESIS, command, { cwd: scratch, env: { ...process.env, SCHEMATHESIS_HOOKS: HOOKS, SCHEMATHESIS_DATA: JSON.stringify(data) } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
@@ -63,13 +70,25 @@ function expectClean(result: { code: number | null; output: string }): void {
 it('finds no server error and no answer off the document with a workspace key', async () => {
   const scopes = admin.listScopes().scopes.filter((s) => !isStaffScope(s));
   const t = await tenant({ scopes });
-  // A real agent for the execution paths, so generated runs get past resolution and really run.
+  // A real agent, conversation and document, so generated requests get past resolution and really run.
+  const conversation = await call(api.url, 'POST', '/api/v2/conversations', { key: t.key, body: { agent: t.agent } });
+  const document = await uploadedDocument(api.url, t.key, 'notes.txt', 'text/plain', Buffer.from('Invoice 42 is due on Friday.'));
   const config = `[parameters]\n"path.agent_id" = "${t.agent}"\n`;
-  expectClean(await schemathesis(['--header', `Authorization: Bearer ${t.key}`, '--exclude-path-regex', '^/api/v1/partner/'], config));
+  // GET and DELETE /mcp answer nothing but 405 by design (no event stream, no sessions); the codec takes only the operator's token (below).
+  const excluded = ['--exclude-operation-id', 'mcpGet', '--exclude-operation-id', 'mcpDelete', '--exclude-path-regex', '^/api/v1/partner/|^/codec/'];
+  expectClean(await schemathesis(['--header', `Authorization: Bearer ${t.key}`, ...excluded], config, { agent: t.agent, conversation: conversation.body.id, document }));
 }, 240_000);
+
+it('finds no server error and no answer off the document on the codec with the operator token', async () => {
+  expectClean(await schemathesis(['--header', `Authorization: Bearer ${OPERATOR_TOKEN}`, '--include-path-regex', '^/codec/'], ''));
+}, 120_000);
 
 it('finds no server error and no answer off the document with a partner key', async () => {
   const partner = await admin.createPartner({ name: 'schemathesis' });
   const key = await admin.createPartnerKey({ partner: partner.id, scopes: 'webhooks:read,webhooks:write' });
-  expectClean(await schemathesis(['--header', `Authorization: Bearer ${key.key}`, '--include-path-regex', '^/api/v1/partner/'], ''));
+  const endpoint = await call(api.url, 'POST', '/api/v1/partner/webhooks/endpoints/', { key: key.key, body: { url: 'http://127.0.0.1:9/schemathesis', enabled_events: ['*'] } });
+  expect(endpoint.status).toBe(201);
+  // The coverage phase sends its fixed boundary dates (2000-01-01) without the hooks; the window is tested by the others.
+  const recoverWithHooksOnly = '[[operations]]\ninclude-operation-id = "recoverWebhookDeliveries"\nphases.coverage.enabled = false\n';
+  expectClean(await schemathesis(['--header', `Authorization: Bearer ${key.key}`, '--include-path-regex', '^/api/v1/partner/'], recoverWithHooksOnly, { endpoint: endpoint.body.id }));
 }, 120_000);

@@ -1,5 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import * as yup from 'yup';
+import { about } from '../validation/about';
 import { ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
 import { claim, fingerprintOf, type StoredResponse } from '../idempotency';
@@ -12,7 +13,10 @@ export const MAX_IDEMPOTENCY_KEY_LENGTH = 255;
 
 /** The header an idempotent endpoint validates with the rest of its request (before authentication). */
 export const IDEMPOTENCY_HEADERS = yup.object({
-  'idempotency-key': yup.string().max(MAX_IDEMPOTENCY_KEY_LENGTH, `Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`),
+  'idempotency-key': yup
+    .string()
+    .max(MAX_IDEMPOTENCY_KEY_LENGTH, `Idempotency-Key must be at most ${MAX_IDEMPOTENCY_KEY_LENGTH} characters.`)
+    .meta(about('Same key and body: the stored answer replays byte for byte for 24 hours. Same key, different body: 409 `idempotency_conflict`.')),
 });
 
 /** The replay marker header; its spelling differs per endpoint in the spec. */

@@ -4,8 +4,19 @@ import { invalidRequest } from '../../domain/errors';
 import { reservedKeyAt, unstorableTextAt } from '../validation/storableText';
 import type { AppState } from '../state';
 
-/** What reads one part of a request: a yup schema, or a function built on one (for rules yup cannot say). */
-export type Parser<T> = yup.Schema<T> | ((value: unknown) => T);
+/**
+ * A yup schema, and what reads the value it passed on: for rules yup cannot say (across keys, against
+ * other data) and for the shape the handler wants. The OpenAPI document shows the schema.
+ */
+export interface Refined<T, V = never> {
+  readonly schema: yup.Schema<V>;
+  read(value: V): T;
+}
+
+export const refined = <V, T>(schema: yup.Schema<V>, read: (value: V) => T): Refined<T, V> => ({ schema, read });
+
+/** What reads one part of a request: a yup schema, or one refined. Either way the document is generated from the schema (api/openapi/requestSchema.ts). */
+export type Parser<T> = yup.Schema<T> | Refined<T, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** The parts of a request an endpoint declares. */
 export interface Schemas {
@@ -23,6 +34,8 @@ export function validated<T>(schema: yup.Schema<T>, value: unknown): T {
   try {
     return schema.validateSync(value ?? {}, { abortEarly: true });
   } catch (err) {
+    // A body that is JSON but not an object (an array, a string) fails the root's type.
+    if (err instanceof yup.ValidationError && err.type === 'typeError' && !err.path) throw invalidRequest('Request body must be a JSON object.');
     if (err instanceof yup.ValidationError) throw invalidRequest(err.errors[0] ?? 'Invalid request.');
     // yup looks each key up among an object schema's fields, and one named after an Object.prototype
     // member (`constructor`, `__proto__`, …) finds that member and throws: a key no schema declares.
@@ -32,7 +45,13 @@ export function validated<T>(schema: yup.Schema<T>, value: unknown): T {
   }
 }
 
-const parse = <T>(parser: Parser<T>, value: unknown): T => (typeof parser === 'function' ? parser(value) : validated(parser, value));
+const isRefined = <T>(parser: Parser<T>): parser is Refined<T, any> => !yup.isSchema(parser); // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** The schema a part is validated with, and so documented with. */
+export const schemaOf = (parser: Parser<unknown>): yup.Schema<unknown> => (isRefined(parser) ? parser.schema : parser);
+
+/** Validates a value with a parser's schema, then lets the parser read it. */
+export const parse = <T>(parser: Parser<T>, value: unknown): T => (isRefined(parser) ? parser.read(validated(parser.schema, value)) : validated(parser, value));
 
 type Ctx = Context & { state: AppState; params?: Record<string, string> };
 
@@ -43,7 +62,7 @@ type Ctx = Context & { state: AppState; params?: Record<string, string> };
  * parse, before authorization"). `refine` states rules that span parts (an id in the body and the path).
  */
 export function validate<S extends Schemas>(schemas: S, refine?: (input: Input<S>) => void) {
-  return async (ctx: Ctx, next: Next): Promise<void> => {
+  const middleware = async (ctx: Ctx, next: Next): Promise<void> => {
     const parts = { body: ctx.request.body, query: ctx.query, params: ctx.params ?? {}, headers: ctx.headers } as const;
     const input: Record<string, unknown> = {};
     for (const part of ['body', 'query', 'params', 'headers'] as const) {
@@ -60,4 +79,6 @@ export function validate<S extends Schemas>(schemas: S, refine?: (input: Input<S
     ctx.state.input = input;
     await next();
   };
+  // test/openapi.test.ts holds each route's schemas to the ones its operation documents.
+  return Object.assign(middleware, { schemas });
 }

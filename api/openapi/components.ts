@@ -1,7 +1,6 @@
 import { errorSchemas } from './errors';
 import { executionSchemas } from './execution';
 import { closed, constant, orNull, string, type JsonSchema } from './jsonSchema';
-import { queryParam } from './operation';
 import { streamSchemas } from './streamEvents';
 
 /** The shared components: the error envelope, the run and its input, the stream events. Each resource's own schemas come with its paths. */
@@ -15,9 +14,3 @@ export const headers: Record<string, JsonSchema> = {
 export function cursorList(item: JsonSchema, cursorName: 'next_cursor' | 'next' = 'next_cursor'): JsonSchema {
   return closed({ object: constant('list'), data: { type: 'array', items: item }, [cursorName]: orNull(string({ description: 'Opaque: pass it back unchanged as `cursor` for the next page; null on the last page.' })) });
 }
-
-/** `limit` of a list whose larger values are clamped (api/validation/listQuery.ts). */
-export const limitParam = (max: number, defaultLimit = 20) =>
-  queryParam('limit', { type: 'integer', minimum: 1, default: defaultLimit }, `Page size; larger values are clamped to ${max}.`);
-
-export const cursorParam = queryParam('cursor', { type: 'string', maxLength: 256, pattern: '^[A-Za-z0-9_-]+$' }, 'The opaque cursor of the previous page (never built or parsed by clients).');

@@ -2,6 +2,7 @@ import { STREAM_VERSION } from '../../domain/streamEvents';
 import { headers, sharedSchemas } from './components';
 import type { JsonSchema } from './jsonSchema';
 import type { Resource } from './operation';
+import { requestComponents } from './requestSchema';
 import { agents } from './paths/agents';
 import { codec } from './paths/codec';
 import { conversations } from './paths/conversations';
@@ -82,7 +83,8 @@ function build(): JsonSchema {
     paths,
     webhooks,
     components: {
-      schemas: Object.assign({}, sharedSchemas, ...RESOURCES.map((r) => r.schemas ?? {})),
+      // The request side's named schemas come from the validation schemas (api/openapi/requestSchema.ts).
+      schemas: Object.assign({}, sharedSchemas, requestComponents, ...RESOURCES.map((r) => r.schemas ?? {})),
       headers,
       securitySchemes: securitySchemes(scopeUse(paths)),
     },

@@ -1,4 +1,4 @@
-import { ID_PREFIX, type IdKind } from '../../domain/ids';
+import { publicIdPattern, type IdKind } from '../../domain/ids';
 
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other piece of the document: plain data. */
 export type JsonSchema = { [key: string]: unknown };
@@ -31,7 +31,7 @@ export const oneOfValues = (values: readonly string[], description?: string): Js
 /** A public id as mintId writes it: the kind's prefix and a lowercase ULID. */
 export const publicId = (kind: IdKind, description?: string): JsonSchema => ({
   type: 'string',
-  pattern: `^${ID_PREFIX[kind]}[0-9a-hjkmnp-tv-z]{26}$`,
+  pattern: publicIdPattern(kind),
   ...(description && { description }),
 });
 

@@ -1,7 +1,9 @@
 import type { ErrorCode } from '../../domain/errors';
 import type { Scope } from '../../domain/scopes';
+import { schemaOf, type Schemas } from '../middleware/validate';
 import { errorResponses } from './errors';
 import type { JsonSchema } from './jsonSchema';
+import { jsonSchemaOf } from './requestSchema';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -23,7 +25,11 @@ export interface OperationSpec {
   description?: string;
   tag: string;
   access: Access;
+  /** What the route validates with (its schema.ts export): the document's parameters and JSON body come from it. */
+  request?: Schemas;
+  /** Parameters no schema validates (MCP's headers, read by the protocol). */
   parameters?: JsonSchema[];
+  /** A body no yup schema reads (raw bytes, a JSON-RPC message). */
   body?: JsonSchema;
   /** The answers that are not failures. */
   responses: Record<string, JsonSchema>;
@@ -80,12 +86,12 @@ function accessText(access: Access): string {
 }
 
 /** The failures every operation of this access and method can give: validation, admission (401, 403, 429), a closed-failing limiter, a bug. */
-function commonErrors(method: Method, spec: OperationSpec): ErrorCode[] {
+function commonErrors(method: Method, spec: OperationSpec, hasParameters: boolean): ErrorCode[] {
   const codes: ErrorCode[] = ['internal_error'];
   // POST, PUT and PATCH bodies are parsed as JSON on every route (api/middleware/jsonBody.ts); declared parameters are validated.
   // MCP's malformed messages are JSON-RPC errors, not the envelope.
   if (UNSAFE.has(method) && method !== 'delete' && spec.access.credential !== 'mcp') codes.push('invalid_request');
-  if (spec.parameters?.length && spec.access.credential !== 'mcp') codes.push('invalid_request');
+  if (hasParameters && spec.access.credential !== 'mcp') codes.push('invalid_request');
   // MCP's 429 is a JSON-RPC answer (its own response), and its counting fails open.
   if (spec.access.credential === 'mcp') codes.push('authentication_error', 'permission_denied');
   if (spec.access.credential === 'workspace' || spec.access.credential === 'partner' || spec.access.credential === 'either') {
@@ -100,20 +106,53 @@ function withRequestId(responses: Record<string, JsonSchema>): Record<string, Js
   return Object.fromEntries(Object.entries(responses).map(([status, r]) => [status, { ...r, headers: { ...REQUEST_ID, ...(r.headers as JsonSchema | undefined) } }]));
 }
 
+const PARAMETER_PARTS = [
+  ['params', 'path'],
+  ['query', 'query'],
+  ['headers', 'header'],
+] as const;
+
+/** `idempotency-key` (as Node gives header names) → `Idempotency-Key`. */
+const headerName = (name: string) => name.replace(/(^|-)([a-z])/g, (_, dash: string, letter: string) => dash + letter.toUpperCase());
+
+/** The parameters a route's schemas validate, one per key of each part's object schema. */
+function parametersOf(request: Schemas): JsonSchema[] {
+  return PARAMETER_PARTS.flatMap(([part, where]) => {
+    const parser = request[part];
+    if (!parser) return [];
+    const object = jsonSchemaOf(schemaOf(parser));
+    const required = (object.required as string[] | undefined) ?? [];
+    return Object.entries((object.properties ?? {}) as Record<string, JsonSchema>).map(([name, { description, ...schema }]) => ({
+      name: where === 'header' ? headerName(name) : name,
+      in: where,
+      required: where === 'path' || required.includes(name),
+      schema,
+      ...(typeof description === 'string' && { description }),
+    }));
+  });
+}
+
+/** The schemas each documented operation was built from: test/openapi.test.ts holds them to the routes'. */
+export const documentedRequests = new WeakMap<JsonSchema, Schemas>();
+
 /** One OpenAPI operation: its security and scopes from its access, and every failure it can answer. */
 export function operation(method: Method, spec: OperationSpec): JsonSchema {
   const scopes = 'scopes' in spec.access ? [...spec.access.scopes] : spec.access.credential === 'mcp' ? ['mcp:connect'] : [];
-  return {
+  const parameters = [...(spec.request ? parametersOf(spec.request) : []), ...(spec.parameters ?? [])];
+  const body = spec.request?.body ? jsonBody(jsonSchemaOf(schemaOf(spec.request.body))) : spec.body;
+  const built: JsonSchema = {
     operationId: spec.id,
     summary: spec.summary,
     description: [spec.description, accessText(spec.access)].filter(Boolean).join('\n\n'),
     tags: [spec.tag],
     security: security(method, spec.access),
     'x-required-scopes': scopes,
-    ...(spec.parameters?.length && { parameters: spec.parameters }),
-    ...(spec.body && { requestBody: spec.body }),
-    responses: withRequestId({ ...spec.responses, ...errorResponses([...commonErrors(method, spec), ...(spec.errors ?? [])]) }),
+    ...(parameters.length > 0 && { parameters }),
+    ...(body && { requestBody: body }),
+    responses: withRequestId({ ...spec.responses, ...errorResponses([...commonErrors(method, spec, parameters.length > 0), ...(spec.errors ?? [])]) }),
   };
+  if (spec.request) documentedRequests.set(built, spec.request);
+  return built;
 }
 
 /** A JSON response. */
@@ -122,22 +161,12 @@ export function json(description: string, schema: JsonSchema, headers?: Record<s
 }
 
 /** A required JSON request body. */
-export function jsonBody(schema: JsonSchema, description?: string): JsonSchema {
-  return { required: true, ...(description && { description }), content: { 'application/json': { schema } } };
+export function jsonBody(schema: JsonSchema): JsonSchema {
+  return { required: true, content: { 'application/json': { schema } } };
 }
 
 /** Headers of an answer that queued work the caller polls. */
 export const LOCATION = { Location: { description: 'Where to poll the resource.', schema: { type: 'string' } } };
-
-/** A path parameter. */
-export function pathParam(name: string, schema: JsonSchema, description?: string): JsonSchema {
-  return { name, in: 'path', required: true, schema, ...(description && { description }) };
-}
-
-/** A query parameter. */
-export function queryParam(name: string, schema: JsonSchema, description?: string): JsonSchema {
-  return { name, in: 'query', required: false, schema, ...(description && { description }) };
-}
 
 /** One resource's part of the document (one file per route folder): its paths and the schemas only they use. */
 export interface Resource {

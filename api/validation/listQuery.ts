@@ -1,12 +1,31 @@
 import * as yup from 'yup';
 import { decodeCursor } from '../../domain/cursor';
-import { isPublicId, type IdKind } from '../../domain/ids';
-import { validated } from '../middleware/validate';
+import { isPublicId, publicIdPattern, type IdKind } from '../../domain/ids';
+import { refined } from '../middleware/validate';
 
 const DEFAULT_LIMIT = 20;
 
-/** A query parameter given once: a repeated one is refused rather than one of its values picked. */
-export const once = (name: string) => yup.mixed<string>().test('once', `${name} may be given only once.`, (v) => !Array.isArray(v));
+/**
+ * A query parameter given once: a repeated one is refused rather than one of its values picked.
+ * `jsonSchema` is what the parameter's further test()s accept, for the document.
+ */
+export const once = (name: string, jsonSchema: Record<string, unknown> = {}) =>
+  yup
+    .mixed<string>()
+    .test('once', `${name} may be given only once.`, (v) => !Array.isArray(v))
+    .meta({ jsonSchema: { type: 'string', ...jsonSchema } });
+
+/** A positive integer parameter, `default` when absent and clamped to `max` when given (if `max`). */
+export const positiveParam = (name: string, defaultValue: number, max?: number) =>
+  once(name, { type: 'integer', minimum: 1, default: defaultValue, ...(max !== undefined && { description: `Larger values are clamped to ${max}.` }) }).test(
+    name,
+    `${name} must be a positive integer.`,
+    (v) => v === undefined || (/^[0-9]+$/.test(v) && Number(v) >= 1),
+  );
+
+/** A non-negative integer parameter. */
+export const offsetParam = (name: string) =>
+  once(name, { type: 'integer', minimum: 0, default: 0 }).test(name, `${name} must be a non-negative integer.`, (v) => v === undefined || /^[0-9]+$/.test(v));
 
 type Filters = Record<string, yup.Schema<string | undefined>>;
 
@@ -26,34 +45,34 @@ export interface Page<F> {
 export function listQuery<F extends Filters>(kind: IdKind, maxLimit: number, filters: F = {} as F) {
   const schema = yup
     .object({
-      limit: once('limit').test('limit', 'limit must be a positive integer.', (v) => v === undefined || (/^[0-9]+$/.test(v) && Number(v) >= 1)),
-      cursor: once('cursor'),
+      limit: positiveParam('limit', Math.min(DEFAULT_LIMIT, maxLimit), maxLimit),
+      cursor: once('cursor', { maxLength: 256, pattern: '^[A-Za-z0-9_-]+$', description: 'The opaque cursor of the previous page (never built or parsed by clients).' }),
       ...filters,
     })
     .noUnknown(true, 'unknown query parameter: ${unknown}')
     // Strict: without it yup strips unknown keys instead of refusing them.
     .strict();
-  return (value: unknown): Page<{ [K in keyof F]?: string }> => {
-    const { limit, cursor, ...rest } = validated(schema, value) as { limit?: string; cursor?: string } & Record<string, string | undefined>;
+  return refined(schema, (value): Page<{ [K in keyof F]?: string }> => {
+    const { limit, cursor, ...rest } = value as { limit?: string; cursor?: string } & Record<string, string | undefined>;
     return {
       limit: limit === undefined ? Math.min(DEFAULT_LIMIT, maxLimit) : Math.min(Number(limit), maxLimit),
       ...(cursor !== undefined && { after: decodeCursor(cursor, kind) }),
       filters: rest as { [K in keyof F]?: string },
     };
-  };
+  });
 }
 
 /** A filter parameter: given once, and one of `values` (an unknown value is a 400, spec "unknown status filter value"). */
 export function oneOfFilter(name: string, values: readonly string[]) {
-  return once(name).test(name, `${name} must be one of ${values.join(', ')}.`, (v) => v === undefined || values.includes(v));
+  return once(name, { enum: [...values], description: 'An unknown value is a 400.' }).test(name, `${name} must be one of ${values.join(', ')}.`, (v) => v === undefined || values.includes(v));
 }
 
 /** A filter parameter naming a resource by its public id. */
 export function idFilter(name: string, kind: IdKind, what: string) {
-  return once(name).test(name, `${name} must be ${what}.`, (v) => v === undefined || isPublicId(kind, v));
+  return once(name, { pattern: publicIdPattern(kind) }).test(name, `${name} must be ${what}.`, (v) => v === undefined || isPublicId(kind, v));
 }
 
 /** A path parameter naming a resource by its public id. */
 export function idParam(kind: IdKind, what: string) {
-  return yup.object({ id: yup.string().required().test('id', `The path must name ${what}.`, (v) => isPublicId(kind, v)) });
+  return yup.object({ id: yup.string().required().test('id', `The path must name ${what}.`, (v) => isPublicId(kind, v)).meta({ jsonSchema: { pattern: publicIdPattern(kind), description: `${what[0].toUpperCase()}${what.slice(1)}.` } }) });
 }

@@ -1,8 +1,10 @@
 import * as yup from 'yup';
 import { invalidRequest } from '../../domain/errors';
 import type { Attachment, ResponseFormat, RunInput, RunOptions } from '../../domain/runs';
-import { validated } from '../middleware/validate';
 import { schemaProblem } from '../../domain/structuredOutput';
+import { parse, refined, validated } from '../middleware/validate';
+import { about } from './about';
+import { structuredSchema } from './structuredSchema';
 
 /** Options callers may never set, with the reason the service decides them itself. */
 export const FORBIDDEN_OPTIONS: Readonly<Record<string, string>> = {
@@ -37,47 +39,63 @@ const FORMAT_TYPES = ['text', 'json_object', 'json_schema'] as const;
 // C0 and C1 controls plus the Unicode line and paragraph separators: each is a newline or unprintable.
 const PRINTABLE_ONE_LINE = /^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$/;
 
-const plainObject = () =>
-  yup.mixed<Record<string, unknown>>().test('object', '${path} must be an object', (v) => v === undefined || (v !== null && typeof v === 'object' && !Array.isArray(v)));
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** A free-form object; `jsonSchema` says more of it to the document. */
+export const plainObject = (jsonSchema: Record<string, unknown> = {}) =>
+  yup.mixed<Record<string, unknown>>().test('object', '${path} must be an object', (v) => v === undefined || isObject(v)).meta({ jsonSchema: { type: 'object', ...jsonSchema } });
+
+const responseFormatObject = yup
+  .object({
+    type: yup.string().oneOf(FORMAT_TYPES).required(),
+    name: yup.string().max(64),
+    schema: structuredSchema(),
+    strict: yup.boolean().oneOf([true], 'response_format.strict only accepts true').meta({ jsonSchema: { description: 'Only `true` is accepted (the default).' } }),
+  })
+  .noUnknown(true, 'response_format has an unknown key: ${unknown}')
+  .strict()
+  .meta({ jsonSchema: { if: { properties: { type: { const: 'json_schema' } } }, then: { required: ['schema'] } } });
 
 /** Runtime options, each with the spec's rules; `strict()` so nothing is coerced ("60000" is not a number). */
 export const optionsSchema = yup
   .object({
-    knowledge_policy: yup.string().oneOf(['auto', 'none', 'required']),
-    memory_policy: yup.string().oneOf(['auto', 'none']),
-    tool_policy: yup.string().oneOf(['auto', 'none', 'required']),
-    preview: yup.boolean(),
-    stream: yup.boolean(),
-    timeout_ms: yup.number().integer().min(1000, '${path} must be at least 1000').max(120000, '${path} must be at most 120000'),
-    response_format: yup.mixed(),
+    knowledge_policy: yup.string().oneOf(['auto', 'none', 'required']).meta(about('Default `auto`. Can only restrict retrieval relative to the agent\'s configuration.')),
+    memory_policy: yup.string().oneOf(['auto', 'none']).meta(about('Default `auto`.')),
+    tool_policy: yup.string().oneOf(['auto', 'none', 'required']).meta(about('Default `auto`.')),
+    preview: yup.boolean().meta(about('Run the unpublished configuration; needs scope `agent:preview` (without it: 404). Default false.')),
+    stream: yup.boolean().meta(about('Answer as Server-Sent Events. Default false.')),
+    timeout_ms: yup
+      .number()
+      .integer()
+      .min(1000, '${path} must be at least 1000')
+      .max(120000, '${path} must be at most 120000')
+      .meta(about('Default 60000. Out of range is refused, not clamped.')),
+    // Checked by parseResponseFormat(): a type name or an object.
+    response_format: yup.mixed().meta({
+      component: 'ResponseFormat',
+      // `json_schema` needs a schema, so only the object form can name it.
+      oneOf: [yup.string().oneOf(['text', 'json_object']).required(), responseFormatObject],
+      jsonSchema: { description: 'A type name, or an object. With `json_schema` the reply is validated (and repaired at most once) against `schema` and returned as a `json` output item.' },
+    }),
   })
   .noUnknown(true, 'options has an unknown key: ${unknown}')
   .strict();
 
 export const OPTION_KEYS = Object.keys(optionsSchema.fields) as (keyof typeof optionsSchema.fields)[];
 
-const responseFormatObject = yup
-  .object({
-    type: yup.string().oneOf(FORMAT_TYPES).required(),
-    name: yup.string().max(64),
-    schema: plainObject(),
-    strict: yup.boolean().oneOf([true], 'response_format.strict only accepts true'),
-  })
-  .noUnknown(true, 'response_format has an unknown key: ${unknown}')
-  .strict();
-
 /** Wrapped so every message carries the full path ("response_format.name ..."), not just "name". */
 const responseFormatField = yup.object({ response_format: responseFormatObject.required() }).strict();
 
 const attachmentSchema = yup
   .object({
-    ref: yup.string().required().max(512),
+    ref: yup.string().required().max(512).meta(about('A reference to something already stored, never bytes.')),
     mime_type: yup.string().max(128),
     name: yup.string().max(255),
     type: yup.string().oneOf(['file', 'image', 'audio', 'video', 'document']),
   })
   .noUnknown(true, 'attachments item has an unknown key: ${unknown}')
-  .strict();
+  .strict()
+  .meta({ component: 'Attachment' });
 
 /** The shared runtime input of the three execution endpoints. */
 export const runtimeInputSchema = yup
@@ -86,26 +104,47 @@ export const runtimeInputSchema = yup
     input: yup
       .mixed<string | Record<string, unknown>>()
       .required('input is required')
-      .test('input', 'input must be a non-empty string or an object', (v) =>
-        (typeof v === 'string' && v.length > 0) || (v !== null && typeof v === 'object' && !Array.isArray(v)),
-      ),
+      .test('input', 'input must be a non-empty string or an object', (v) => (typeof v === 'string' && v.length > 0) || isObject(v))
+      .meta({ jsonSchema: { oneOf: [{ type: 'string', minLength: 1 }, { type: 'object', description: 'A structured payload: it reaches the model inside the user message, fenced and labelled.' }] } }),
     attachments: yup.array(attachmentSchema).max(32),
-    channel: yup.string().oneOf(CHANNELS),
+    channel: yup.string().oneOf(CHANNELS).meta(about('Empty string: not stated (falls through to the conversation\'s own channel).')),
     locale: yup.string().max(35),
-    metadata: plainObject(),
-    request_context: plainObject(),
-    external_ref: yup.string().min(1, 'external_ref must not be empty').max(200).matches(PRINTABLE_ONE_LINE, 'external_ref must be printable text without newlines'),
+    metadata: plainObject({ description: 'Free-form.' }),
+    request_context: plainObject().meta({
+      component: 'RequestContext',
+      jsonSchema: {
+        type: 'object',
+        description: `Caller context. Only \`resource_id\` is acted on: it narrows the run to that document (\`doc_…\`) or collection (\`col_…\`); one the caller cannot reach is 403 \`invalid_context\`. Reserved keys are refused by name, in any letter case: ${[...RESERVED_CONTEXT_KEYS].map((k) => `\`${k}\``).join(', ')}.`,
+        properties: { resource_id: { type: 'string' } },
+        propertyNames: { not: { enum: [...RESERVED_CONTEXT_KEYS] } },
+      },
+    }),
+    external_ref: yup
+      .string()
+      .min(1, 'external_ref must not be empty')
+      .max(200)
+      .matches(PRINTABLE_ONE_LINE, 'external_ref must be printable text without newlines')
+      .meta(about('Printable, no newlines; resolving the same value twice returns the same conversation.')),
   })
   .strict();
+
+/**
+ * The body of an execution endpoint (and an item of a runs.batch job): the runtime input, with the
+ * options flat or under `options`. Unknown keys are ignored, but the caller-forbidden ones are refused.
+ */
+const executionBody = runtimeInputSchema
+  .shape({ ...optionsSchema.fields, options: optionsSchema.meta({ component: 'RuntimeOptions', jsonSchema: { description: 'An unrecognised key is a 400.' } }) })
+  .meta({
+    jsonSchema: {
+      description: `The runtime input. Runtime options may be sent flat or under \`options\` (the nested value wins). Caller-forbidden keys are refused with a 400 naming them: ${Object.keys(FORBIDDEN_OPTIONS).map((k) => `\`${k}\``).join(', ')}. Other unknown top-level keys are ignored.`,
+      propertyNames: { not: { enum: Object.keys(FORBIDDEN_OPTIONS) } },
+    },
+  });
 
 /** The caller's part of a run: what the body says, checked, before anything is resolved. */
 export type ExecutionRequest = Pick<RunInput, 'externalRef' | 'input' | 'attachments' | 'channel' | 'locale' | 'metadata' | 'requestContext' | 'options'> & {
   agent?: string;
 };
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 function refuseForbidden(where: Record<string, unknown>, prefix: string): void {
   for (const name of Object.keys(where)) {
@@ -127,20 +166,14 @@ export function parseResponseFormat(value: unknown): ResponseFormat {
   return { type: 'json_schema', ...(parsed.name && { name: parsed.name }), schema: parsed.schema, strict: true };
 }
 
-/**
- * Reads and checks the whole body before anything else happens (no credential is looked at, nothing
- * claimed or spent). Options may be flat or under `options`; the nested value wins.
- */
-export function parseExecutionRequest(body: unknown): ExecutionRequest {
-  if (!isObject(body)) throw invalidRequest('Request body must be a JSON object.');
+/** The body as executionBody passed it: what the handler reads, with the rules that span keys. */
+function readExecutionRequest(body: yup.InferType<typeof executionBody> & Record<string, unknown>): ExecutionRequest {
   refuseForbidden(body, '');
   const nested = body.options;
-  if (nested !== undefined && !isObject(nested)) throw invalidRequest('options must be an object.');
   if (nested) refuseForbidden(nested, 'options.');
   const flat = Object.fromEntries(OPTION_KEYS.filter((k) => body[k] !== undefined).map((k) => [k, body[k]]));
-  const options = validated(optionsSchema, { ...flat, ...nested });
-  const fields = validated(runtimeInputSchema, body);
-  const requestContext = fields.request_context ?? {};
+  const options = { ...flat, ...nested } as yup.InferType<typeof optionsSchema>;
+  const requestContext = body.request_context ?? {};
   for (const key of Object.keys(requestContext)) {
     // By name, whatever its case: TENANT_ID smuggles what tenant_id would.
     if (RESERVED_CONTEXT_KEYS.has(key.toLowerCase())) throw invalidRequest(`request_context key "${key}" is reserved: identity, billing and permissions come from the credential.`);
@@ -149,13 +182,13 @@ export function parseExecutionRequest(body: unknown): ExecutionRequest {
     throw invalidRequest('request_context.resource_id must be a string.');
   }
   return {
-    agent: fields.agent,
-    externalRef: fields.external_ref,
-    input: fields.input,
-    attachments: (fields.attachments ?? []) as Attachment[],
-    channel: fields.channel ?? '',
-    locale: fields.locale,
-    metadata: fields.metadata ?? {},
+    agent: body.agent,
+    externalRef: body.external_ref,
+    input: body.input,
+    attachments: (body.attachments ?? []) as Attachment[],
+    channel: body.channel ?? '',
+    locale: body.locale,
+    metadata: body.metadata ?? {},
     requestContext,
     options: {
       knowledgePolicy: (options.knowledge_policy ?? 'auto') as RunOptions['knowledgePolicy'],
@@ -168,3 +201,18 @@ export function parseExecutionRequest(body: unknown): ExecutionRequest {
     },
   };
 }
+
+/**
+ * The execution body, read and checked whole before anything else happens (no credential is looked
+ * at, nothing claimed or spent).
+ */
+export const ExecutionBody = refined(executionBody, readExecutionRequest);
+
+/** POST /api/v2/responses: the execution body with the agent named in it. */
+export const ExecutionBodyNamingAgent = refined(
+  executionBody.shape({ agent: yup.string().required('agent is required.').max(200) }),
+  (body) => readExecutionRequest(body) as ExecutionRequest & { agent: string },
+);
+
+/** An execution body outside a request (a runs.batch job's item). */
+export const parseExecutionRequest = (body: unknown): ExecutionRequest => parse(ExecutionBody, body);

@@ -1,8 +1,8 @@
-import { EXECUTION_ERRORS, executionResponses, IDEMPOTENCY_KEY, runtimeInput } from '../execution';
-import { MAX_AGENT_LIMIT } from '../../routes/agents/schema';
-import { cursorList, cursorParam, limitParam } from '../components';
+import { EXECUTION_ERRORS, executionResponses } from '../execution';
+import { CreateAgentRun, ListAgents } from '../../routes/agents/schema';
+import { cursorList } from '../components';
 import { boolean, closed, constant, integer, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
-import { json, jsonBody, operation, pathParam, type Resource } from '../operation';
+import { json, operation, type Resource } from '../operation';
 
 export const agents: Resource = {
   schemas: {
@@ -28,7 +28,7 @@ export const agents: Resource = {
         description: 'The workspace\'s agents, newest first; `cursor` in, `next_cursor` out.',
         tag: 'Agents',
         access: { credential: 'workspace', scopes: ['agents:read'] },
-        parameters: [limitParam(MAX_AGENT_LIMIT), cursorParam],
+        request: ListAgents,
         responses: { '200': json('A page of agents.', cursorList(ref('Agent'))) },
       }),
     },
@@ -40,8 +40,7 @@ export const agents: Resource = {
           'Non-conversational: a structured payload plus a task line. The agent comes from the URL (a different `agent` in the body is a 400); `external_ref` resolves the same conversation every time. With `response_format` the reply is parsed, pruned to the schema\'s keys, validated and repaired at most once; still invalid is 422 `structured_output_failed` naming the failing paths, never their values.',
         tag: 'Execution',
         access: { credential: 'workspace', scopes: ['agents:run'] },
-        parameters: [pathParam('agent_id', { type: 'string' }), IDEMPOTENCY_KEY],
-        body: jsonBody(runtimeInput('optional', 'The runtime input; the agent is taken from the URL.')),
+        request: CreateAgentRun,
         responses: executionResponses(),
         errors: EXECUTION_ERRORS,
       }),

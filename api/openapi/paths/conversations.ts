@@ -1,10 +1,9 @@
+import { CreateConversation, ListMessages, PostMessage, ReadConversation } from '../../routes/conversations/schema';
 import { CHANNELS } from '../../validation/runtimeInput';
 import { cursorList } from '../components';
-import { EXECUTION_ERRORS, executionResponses, IDEMPOTENCY_KEY, runtimeInput } from '../execution';
+import { EXECUTION_ERRORS, executionResponses } from '../execution';
 import { closed, constant, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
-import { json, jsonBody, operation, pathParam, queryParam, type Resource } from '../operation';
-
-const id = pathParam('id', { type: 'string' }, 'The conversation id (`conv_…`).');
+import { json, operation, type Resource } from '../operation';
 
 export const conversations: Resource = {
   schemas: {
@@ -34,16 +33,7 @@ export const conversations: Resource = {
         description: 'Opens a conversation (201), or resolves the one `external_ref` already names (200).',
         tag: 'Conversations',
         access: { credential: 'workspace', scopes: ['conversations:create'] },
-        body: jsonBody(
-          closed(
-            {
-              agent: string({ minLength: 1, maxLength: 200, description: 'The assistant; a conversation without one cannot run messages.' }),
-              channel: oneOfValues(CHANNELS),
-              external_ref: string({ minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$' }),
-            },
-            { required: [] },
-          ),
-        ),
+        request: CreateConversation,
         responses: { '201': json('Opened.', ref('Conversation')), '200': json('`external_ref` resolved an existing conversation.', ref('Conversation')) },
         errors: ['agent_not_found'],
       }),
@@ -54,7 +44,7 @@ export const conversations: Resource = {
         summary: 'Read a conversation',
         tag: 'Conversations',
         access: { credential: 'workspace', scopes: ['conversations:read'] },
-        parameters: [id],
+        request: ReadConversation,
         responses: { '200': json('The conversation.', ref('Conversation')) },
         errors: ['conversation_not_found'],
       }),
@@ -66,8 +56,7 @@ export const conversations: Resource = {
         description: 'Runs the conversation\'s assistant on a new message; the stream contract is the one of every execution endpoint. A different `agent` in the body is a 400; a conversation without an assistant is 409 `agent_not_available`.',
         tag: 'Execution',
         access: { credential: 'workspace', scopes: ['messages:create'] },
-        parameters: [id, IDEMPOTENCY_KEY],
-        body: jsonBody(runtimeInput('optional', 'The runtime input; the agent is the conversation\'s.')),
+        request: PostMessage,
         responses: executionResponses(),
         errors: [...EXECUTION_ERRORS, 'conversation_not_found'],
       }),
@@ -77,11 +66,7 @@ export const conversations: Resource = {
         description: 'Oldest first, paged by `after` (a message id); `next_cursor` is the last message id of the page, null on the last page.',
         tag: 'Conversations',
         access: { credential: 'workspace', scopes: ['messages:read'] },
-        parameters: [
-          id,
-          queryParam('after', { type: 'string', pattern: '^msg_[0-9a-z]{26}$' }, 'A message id: the page starts after it.'),
-          queryParam('limit', { type: 'integer', minimum: 1, maximum: 100, default: 20 }, 'Above 100 is a 400 (not clamped).'),
-        ],
+        request: ListMessages,
         responses: { '200': json('A page of messages.', cursorList(ref('Message'))) },
         errors: ['conversation_not_found'],
       }),

@@ -1,11 +1,8 @@
-import { MAX_DOCUMENT_LIMIT } from '../../routes/documents/schema';
-import { MIME_TYPE } from '../../../domain/documents';
-import { cursorList, cursorParam, limitParam } from '../components';
-import { IDEMPOTENCY_KEY, replayMarker } from '../execution';
+import { CreateDocument, ListDocuments, ReadDocument } from '../../routes/documents/schema';
+import { cursorList } from '../components';
+import { replayMarker } from '../execution';
 import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp, type JsonSchema } from '../jsonSchema';
-import { json, jsonBody, operation, pathParam, type Resource } from '../operation';
-
-const id = pathParam('id', publicId('document'));
+import { json, operation, type Resource } from '../operation';
 
 const record: Record<string, JsonSchema> = {
   id: publicId('document'),
@@ -55,14 +52,7 @@ export const documents: Resource = {
         description: 'The record of a document to upload; its bytes go to `upload_url` (no credential, valid 1 hour by default). Needs credit (402 otherwise).',
         tag: 'Documents',
         access: { credential: 'workspace', scopes: ['documents:create'] },
-        parameters: [IDEMPOTENCY_KEY],
-        body: jsonBody(
-          closed({
-            name: string({ minLength: 1, maxLength: 255 }),
-            mime_type: string({ maxLength: 255, pattern: MIME_TYPE.source.replaceAll('a-z', 'a-zA-Z'), description: 'A media type such as `text/plain` (parameters allowed).' }),
-            size_bytes: integer({ minimum: 1, description: 'Exactly the length of the upload; at most DOCUMENT_MAX_BYTES (100 MiB by default).' }),
-          }),
-        ),
+        request: CreateDocument,
         responses: { '201': json('The pending document with its upload URL (a replay may show it uploaded, without one).', ref('DocumentWithUploadUrl'), replayMarker('Idempotency-Replayed')) },
         errors: ['usage_blocked', 'storage_quota_exceeded', 'idempotency_conflict'],
       }),
@@ -72,7 +62,7 @@ export const documents: Resource = {
         description: 'Newest first; `cursor` in, `next_cursor` out.',
         tag: 'Documents',
         access: { credential: 'workspace', scopes: ['documents:read'] },
-        parameters: [limitParam(MAX_DOCUMENT_LIMIT), cursorParam],
+        request: ListDocuments,
         responses: { '200': json('A page of documents.', cursorList(ref('Document'))) },
       }),
     },
@@ -82,7 +72,7 @@ export const documents: Resource = {
         summary: 'Read a document\'s record',
         tag: 'Documents',
         access: { credential: 'workspace', scopes: ['documents:read'] },
-        parameters: [id],
+        request: ReadDocument,
         responses: { '200': json('The document.', ref('Document')) },
         errors: ['document_not_found'],
       }),
@@ -92,7 +82,7 @@ export const documents: Resource = {
         description: 'Its bytes, ingestions and chunks go with it.',
         tag: 'Documents',
         access: { credential: 'workspace', scopes: ['documents:delete'] },
-        parameters: [id],
+        request: ReadDocument,
         responses: { '200': json('Deleted.', closed({ id: publicId('document'), object: constant('document'), deleted: { type: 'boolean', const: true } })) },
         errors: ['document_not_found'],
       }),
@@ -104,7 +94,7 @@ export const documents: Resource = {
         description: 'Always `Content-Disposition: attachment`, `application/octet-stream`, `X-Content-Type-Options: nosniff`: an uploaded HTML or SVG file is never rendered in the API\'s origin.',
         tag: 'Documents',
         access: { credential: 'workspace', scopes: ['documents:read'] },
-        parameters: [id],
+        request: ReadDocument,
         responses: { '200': DOCUMENT_BYTES },
         errors: ['document_not_found', 'document_not_uploaded'],
       }),
@@ -116,7 +106,7 @@ export const documents: Resource = {
         description: 'A signed URL that downloads the bytes with no other credential (15 minutes by default; any number of times until then). Needs credit.',
         tag: 'Documents',
         access: { credential: 'workspace', scopes: ['documents:read'] },
-        parameters: [id],
+        request: ReadDocument,
         responses: { '201': json('The grant.', ref('DocumentDownloadGrant')) },
         errors: ['document_not_found', 'document_not_uploaded', 'usage_blocked'],
       }),
@@ -128,7 +118,7 @@ export const documents: Resource = {
         description: 'For a pending document whose first grant expired; 409 once uploaded. Needs credit.',
         tag: 'Documents',
         access: { credential: 'workspace', scopes: ['documents:create'] },
-        parameters: [id],
+        request: ReadDocument,
         responses: { '201': json('The grant.', ref('DocumentUploadGrant')) },
         errors: ['document_not_found', 'document_already_uploaded', 'usage_blocked'],
       }),

@@ -1,9 +1,9 @@
 import { EXTRACTION_STATUSES } from '../../../domain/extractions';
-import { MAX_EXTRACTION_LIMIT } from '../../routes/extractions/schema';
-import { cursorList, cursorParam, limitParam } from '../components';
-import { IDEMPOTENCY_KEY, replayMarker } from '../execution';
+import { CreateExtraction, ListExtractions, ReadExtraction } from '../../routes/extractions/schema';
+import { cursorList } from '../components';
+import { replayMarker } from '../execution';
 import { anyObject, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
-import { json, jsonBody, LOCATION, operation, pathParam, queryParam, type Resource } from '../operation';
+import { json, LOCATION, operation, type Resource } from '../operation';
 
 export const extractions: Resource = {
   schemas: {
@@ -32,18 +32,7 @@ export const extractions: Resource = {
         description: 'Runs the agent (or the built-in extraction agent) over the document\'s text, segment by segment, and merges what each found. Needs credit.',
         tag: 'Extractions',
         access: { credential: 'workspace', scopes: ['extractions:create'] },
-        parameters: [IDEMPOTENCY_KEY],
-        body: jsonBody(
-          closed(
-            {
-              document: publicId('document', 'An uploaded document of a type ingestion reads.'),
-              schema: anyObject('The JSON Schema of what to draw from it (checked like a run\'s `response_format`).'),
-              agent: string({ minLength: 1, maxLength: 200 }),
-              instructions: string({ minLength: 1, maxLength: 4000 }),
-            },
-            { required: ['document', 'schema'] },
-          ),
-        ),
+        request: CreateExtraction,
         responses: { '202': json('Accepted: the extraction as it stands; poll `Location`.', ref('Extraction'), { ...LOCATION, ...replayMarker('Idempotent-Replay') }) },
         errors: ['document_not_found', 'document_not_uploaded', 'agent_not_found', 'agent_not_available', 'usage_blocked', 'idempotency_conflict'],
       }),
@@ -53,7 +42,7 @@ export const extractions: Resource = {
         description: 'Newest first. A document of another workspace gives an empty page, never 403.',
         tag: 'Extractions',
         access: { credential: 'workspace', scopes: ['extractions:read'] },
-        parameters: [limitParam(MAX_EXTRACTION_LIMIT), cursorParam, queryParam('status', oneOfValues(EXTRACTION_STATUSES), 'An unknown value is a 400.'), queryParam('document', publicId('document'))],
+        request: ListExtractions,
         responses: { '200': json('A page of extractions.', cursorList(ref('Extraction'))) },
       }),
     },
@@ -63,7 +52,7 @@ export const extractions: Resource = {
         summary: 'Read an extraction',
         tag: 'Extractions',
         access: { credential: 'workspace', scopes: ['extractions:read'] },
-        parameters: [pathParam('id', publicId('extraction'))],
+        request: ReadExtraction,
         responses: { '200': json('The extraction.', ref('Extraction')) },
         errors: ['extraction_not_found'],
       }),

@@ -1,29 +1,10 @@
-import { JOB_STATUSES, JOB_TYPES, MAX_JOB_ITEMS, RESOURCE_OF_TYPE, type JobType } from '../../../domain/jobs';
-import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../../../domain/knowledge';
-import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../../middleware/idempotent';
-import { MAX_ITEM_LIMIT, MAX_JOB_LIMIT } from '../../routes/jobs/schema';
-import { IDEMPOTENCY_KEY, replayMarker, runtimeInput } from '../execution';
-import { anyObject, boolean, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp, type JsonSchema } from '../jsonSchema';
-import { json, jsonBody, LOCATION, operation, pathParam, queryParam, type Resource } from '../operation';
+import { JOB_STATUSES, JOB_TYPES, RESOURCE_OF_TYPE } from '../../../domain/jobs';
+import { CancelJob, CreateJob, ListJobs, ReadJob } from '../../routes/jobs/schema';
+import { replayMarker } from '../execution';
+import { anyObject, boolean, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { json, LOCATION, operation, type Resource } from '../operation';
 
-const id = pathParam('id', publicId('job'));
 const count = integer({ minimum: 0 });
-
-/** Each type's items and params (api/routes/jobs/schema.ts). */
-const TYPES: Record<JobType, { items: JsonSchema; params: JsonSchema }> = {
-  'runs.batch': {
-    items: runtimeInput('optional', 'A runtime input, as the body of POST /api/v2/agents/{agent_id}/runs, without `stream` and without `agent` (named once, in `params.agent`).'),
-    params: closed({ agent: string({ minLength: 1, maxLength: 200 }) }),
-  },
-  'knowledge.ingest': {
-    items: publicId('document'),
-    params: closed({ collection: string({ pattern: COLLECTION_NAME.source, description: `${COLLECTION_NAME_RULE}.` }) }),
-  },
-  'extractions.batch': {
-    items: publicId('document'),
-    params: closed({ schema: anyObject('The JSON Schema of what to draw from each document.'), agent: string({ minLength: 1, maxLength: 200 }), instructions: string({ minLength: 1, maxLength: 4000 }) }, { required: ['schema'] }),
-  },
-};
 
 const job = {
   id: publicId('job'),
@@ -61,20 +42,7 @@ export const jobs: Resource = {
         description: 'Queues work over many items, each checked before anything is accepted (a 400 names the item: `items[3]: …`). The body\'s `idempotency_key` means what the header means; both given and different is a 400. Needs credit.',
         tag: 'Jobs',
         access: { credential: 'workspace', scopes: ['jobs:create'] },
-        parameters: [IDEMPOTENCY_KEY],
-        body: jsonBody({
-          oneOf: JOB_TYPES.map((type) =>
-            closed(
-              {
-                type: constant(type),
-                items: { type: 'array', minItems: 1, maxItems: MAX_JOB_ITEMS, items: TYPES[type].items },
-                params: TYPES[type].params,
-                idempotency_key: string({ minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_LENGTH }),
-              },
-              { required: ['type', 'items', 'params'] },
-            ),
-          ),
-        }),
+        request: CreateJob,
         responses: { '202': json('Accepted: the job as it stands; poll `Location`.', ref('Job'), { ...LOCATION, ...replayMarker('Idempotent-Replay') }) },
         errors: ['usage_blocked', 'idempotency_conflict'],
       }),
@@ -84,12 +52,7 @@ export const jobs: Resource = {
         description: 'The one v2 list paged by offset: no cursor, and a page taken while jobs are created can repeat or skip one.',
         tag: 'Jobs',
         access: { credential: 'workspace', scopes: ['jobs:read'] },
-        parameters: [
-          queryParam('status', oneOfValues(JOB_STATUSES), 'An unknown value is a 400.'),
-          queryParam('type', oneOfValues(JOB_TYPES), 'The job (resource) type.'),
-          queryParam('limit', { type: 'integer', minimum: 1, default: 20 }, `Clamped to ${MAX_JOB_LIMIT}.`),
-          queryParam('offset', { type: 'integer', minimum: 0, default: 0 }, 'Rows to skip.'),
-        ],
+        request: ListJobs,
         responses: { '200': json('A page of jobs.', closed({ object: constant('list'), data: { type: 'array', items: ref('Job') }, has_more: boolean() })) },
       }),
     },
@@ -99,11 +62,7 @@ export const jobs: Resource = {
         summary: 'Read a job and a page of its items',
         tag: 'Jobs',
         access: { credential: 'workspace', scopes: ['jobs:read'] },
-        parameters: [
-          id,
-          queryParam('items_limit', { type: 'integer', minimum: 1, default: 100 }, `Clamped to ${MAX_ITEM_LIMIT}.`),
-          queryParam('items_offset', { type: 'integer', minimum: 0, default: 0 }),
-        ],
+        request: ReadJob,
         responses: { '200': json('The job.', ref('JobWithItems')) },
         errors: ['job_not_found'],
       }),
@@ -115,7 +74,7 @@ export const jobs: Resource = {
         description: 'No body. Idempotent, finished jobs included: answered with the job as it stands. Items not yet started are cancelled; running runs are cancelled.',
         tag: 'Jobs',
         access: { credential: 'workspace', scopes: ['jobs:cancel'] },
-        parameters: [id],
+        request: CancelJob,
         responses: { '200': json('The job as it stands.', ref('JobWithCancel')) },
         errors: ['job_not_found'],
       }),

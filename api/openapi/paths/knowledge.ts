@@ -1,9 +1,9 @@
-import { COLLECTION_NAME, COLLECTION_NAME_RULE, INGESTION_STATUSES } from '../../../domain/knowledge';
-import { MAX_INGESTION_LIMIT, MAX_SEARCH_LIMIT } from '../../routes/knowledge/schema';
-import { cursorList, cursorParam, limitParam } from '../components';
-import { IDEMPOTENCY_KEY, replayMarker } from '../execution';
+import { INGESTION_STATUSES } from '../../../domain/knowledge';
+import { CreateIngestion, ListIngestions, ReadIngestion, SearchKnowledge } from '../../routes/knowledge/schema';
+import { cursorList } from '../components';
+import { replayMarker } from '../execution';
 import { boolean, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
-import { json, jsonBody, LOCATION, operation, pathParam, queryParam, type Resource } from '../operation';
+import { json, LOCATION, operation, type Resource } from '../operation';
 
 export const knowledge: Resource = {
   schemas: {
@@ -29,8 +29,7 @@ export const knowledge: Resource = {
         description: 'Ingests an uploaded document into a collection (which comes into being with its first ingestion); the caller polls the record. A second request while one is queued or running for the same document and collection answers with that one.',
         tag: 'Knowledge',
         access: { credential: 'workspace', scopes: ['knowledge:write'] },
-        parameters: [IDEMPOTENCY_KEY],
-        body: jsonBody(closed({ document: publicId('document'), collection: string({ pattern: COLLECTION_NAME.source, description: `${COLLECTION_NAME_RULE}.` }) })),
+        request: CreateIngestion,
         responses: { '202': json('Accepted: the ingestion as it stands.', ref('KnowledgeIngestion'), { ...LOCATION, ...replayMarker('Idempotency-Replayed') }) },
         errors: ['document_not_found', 'document_not_uploaded', 'idempotency_conflict'],
       }),
@@ -40,7 +39,7 @@ export const knowledge: Resource = {
         description: 'Newest first. A document of another workspace gives an empty page.',
         tag: 'Knowledge',
         access: { credential: 'workspace', scopes: ['knowledge:read'] },
-        parameters: [limitParam(MAX_INGESTION_LIMIT), cursorParam, queryParam('status', oneOfValues(INGESTION_STATUSES), 'An unknown value is a 400.'), queryParam('document', publicId('document'))],
+        request: ListIngestions,
         responses: { '200': json('A page of ingestions.', cursorList(ref('KnowledgeIngestion'))) },
       }),
     },
@@ -51,17 +50,7 @@ export const knowledge: Resource = {
         description: 'The passages a run would retrieve for this query: the same full-text index and ranking. Collections that do not exist hold nothing (an empty list, never a 404).',
         tag: 'Knowledge',
         access: { credential: 'workspace', scopes: ['knowledge:read'] },
-        body: jsonBody(
-          closed(
-            {
-              query: string({ minLength: 1, maxLength: 1000 }),
-              collections: { type: 'array', minItems: 1, maxItems: 20, items: string({ pattern: COLLECTION_NAME.source }) },
-              limit: integer({ minimum: 1, maximum: MAX_SEARCH_LIMIT }),
-              document: publicId('document', 'Narrows the search to this document.'),
-            },
-            { required: ['query', 'collections'] },
-          ),
-        ),
+        request: SearchKnowledge,
         responses: {
           '200': json(
             'The passages, best first.',
@@ -76,7 +65,7 @@ export const knowledge: Resource = {
         summary: 'Read a knowledge ingestion',
         tag: 'Knowledge',
         access: { credential: 'workspace', scopes: ['knowledge:read'] },
-        parameters: [pathParam('id', publicId('ingestion'))],
+        request: ReadIngestion,
         responses: { '200': json('The ingestion.', ref('KnowledgeIngestion')) },
         errors: ['ingestion_not_found'],
       }),

@@ -1,5 +1,5 @@
-import { MAX_LOG_LIMIT } from '../../routes/logs/schema';
-import { cursorList, cursorParam, limitParam } from '../components';
+import { ListLogs } from '../../routes/logs/schema';
+import { cursorList } from '../components';
 import { closed, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 import { RUN_STATUSES } from '../errors';
@@ -37,7 +37,7 @@ export const logs: Resource = {
         description: 'Newest first. Pages with `cursor` in and `next` out.',
         tag: 'Logs',
         access: { credential: 'workspace', scopes: ['logs:read'] },
-        parameters: [limitParam(MAX_LOG_LIMIT), cursorParam],
+        request: ListLogs,
         responses: { '200': json('A page of log entries.', cursorList(ref('LogEntry'), 'next')) },
       }),
     },

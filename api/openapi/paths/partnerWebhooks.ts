@@ -1,19 +1,14 @@
-import { EVENT_TYPES, WEBHOOK_API_VERSIONS } from '../../../domain/events';
+import { EVENT_TYPES } from '../../../domain/events';
 import { DELIVERY_STATUSES, ENDPOINT_STATUSES } from '../../../domain/webhooks';
-import { MAX_DELIVERY_LIMIT } from '../../routes/partnerWebhooks/schema';
-import { cursorList, cursorParam, limitParam } from '../components';
+import { CreateEndpoint, DeliveryId, EndpointId, ListDeliveries, RecoverEndpoint, UpdateEndpoint } from '../../routes/partnerWebhooks/schema';
+import { cursorList } from '../components';
 import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp, type JsonSchema } from '../jsonSchema';
-import { json, jsonBody, operation, pathParam, queryParam, type Resource } from '../operation';
+import { json, operation, type Resource } from '../operation';
 
 const BASE = '/api/v1/partner/webhooks';
 const reads = { credential: 'partner', scopes: ['webhooks:read'] } as const;
 const writes = { credential: 'partner', scopes: ['webhooks:write'] } as const;
-const endpointId = pathParam('id', publicId('webhookEndpoint'));
-const deliveryId = pathParam('id', publicId('delivery'));
 const SLASH = 'The spec writes partner paths with a trailing slash; both spellings are served.';
-
-const enabledEvents = { type: 'array', minItems: 1, maxItems: EVENT_TYPES.length + 1, items: { type: 'string', enum: ['*', ...EVENT_TYPES] }, description: '`*` means all. Repeats are dropped.' };
-const description = string({ maxLength: 500 });
 
 const endpoint: Record<string, JsonSchema> = {
   id: publicId('webhookEndpoint'),
@@ -64,12 +59,7 @@ export const partnerWebhooks: Resource = {
         description: `\`url\` must be https and resolve only to public addresses (private, loopback and link-local are refused with a 400). What it receives is bounded by the scopes of the key that creates it. At most 10 endpoints per partner. ${SLASH}`,
         tag: 'Partner webhooks',
         access: writes,
-        body: jsonBody(
-          closed(
-            { url: string({ minLength: 1, maxLength: 2048, format: 'uri' }), enabled_events: enabledEvents, description, api_version: { ...oneOfValues(WEBHOOK_API_VERSIONS), default: WEBHOOK_API_VERSIONS[0] } },
-            { required: ['url', 'enabled_events'] },
-          ),
-        ),
+        request: CreateEndpoint,
         responses: { '201': json('The endpoint, with its secret (shown this once).', ref('WebhookEndpointWithSecret')) },
         errors: ['webhook_endpoint_limit_reached'],
       }),
@@ -89,7 +79,7 @@ export const partnerWebhooks: Resource = {
         description: `Another partner's endpoint answers like a missing one. ${SLASH}`,
         tag: 'Partner webhooks',
         access: reads,
-        parameters: [endpointId],
+        request: EndpointId,
         responses: { '200': json('The endpoint.', ref('WebhookEndpoint')) },
         errors: ['webhook_endpoint_not_found'],
       }),
@@ -99,8 +89,7 @@ export const partnerWebhooks: Resource = {
         description: `Any of \`enabled_events\`, \`status\` (\`active\` re-enables a disabled endpoint), \`description\`; at least one. ${SLASH}`,
         tag: 'Partner webhooks',
         access: writes,
-        parameters: [endpointId],
-        body: jsonBody({ ...closed({ enabled_events: enabledEvents, status: oneOfValues(ENDPOINT_STATUSES), description }, { required: [] }), minProperties: 1 }),
+        request: UpdateEndpoint,
         responses: { '200': json('The endpoint.', ref('WebhookEndpoint')) },
         errors: ['webhook_endpoint_not_found'],
       }),
@@ -110,7 +99,7 @@ export const partnerWebhooks: Resource = {
         description: `Its deliveries stay listed. ${SLASH}`,
         tag: 'Partner webhooks',
         access: writes,
-        parameters: [endpointId],
+        request: EndpointId,
         responses: { '200': json('Removed.', closed({ id: publicId('webhookEndpoint'), object: constant('webhook_endpoint'), deleted: { type: 'boolean', const: true } })) },
         errors: ['webhook_endpoint_not_found'],
       }),
@@ -122,7 +111,7 @@ export const partnerWebhooks: Resource = {
         description: `Issues a new secret; the old one keeps signing for 24 hours (deliveries carry both signatures). ${SLASH}`,
         tag: 'Partner webhooks',
         access: writes,
-        parameters: [endpointId],
+        request: EndpointId,
         responses: { '200': json('The endpoint with its new secret (shown this once).', ref('WebhookEndpointWithSecret')) },
         errors: ['webhook_endpoint_not_found'],
       }),
@@ -134,8 +123,7 @@ export const partnerWebhooks: Resource = {
         description: `Every \`failed\` or \`skipped\` delivery to the endpoint from \`since\` to \`until\` (default now; at most 30 days apart) is sent again by a workflow (the answer's id). The endpoint must be active. ${SLASH}`,
         tag: 'Partner webhooks',
         access: writes,
-        parameters: [endpointId],
-        body: jsonBody(closed({ since: timestamp(), until: timestamp() }, { required: ['since'] })),
+        request: RecoverEndpoint,
         responses: {
           '202': json(
             'The recovery, queued.',
@@ -152,14 +140,7 @@ export const partnerWebhooks: Resource = {
         description: `Newest first, each with \`tenant_ref\`. Merchants cannot see, list or replay them. ${SLASH}`,
         tag: 'Partner webhooks',
         access: reads,
-        parameters: [
-          limitParam(MAX_DELIVERY_LIMIT),
-          cursorParam,
-          queryParam('status', oneOfValues(DELIVERY_STATUSES), 'An unknown value is a 400.'),
-          queryParam('event_type', oneOfValues(EVENT_TYPES)),
-          queryParam('tenant_ref', string({ maxLength: 200 })),
-          queryParam('endpoint', publicId('webhookEndpoint')),
-        ],
+        request: ListDeliveries,
         responses: { '200': json('A page of deliveries.', cursorList(ref('WebhookDelivery'))) },
       }),
     },
@@ -170,7 +151,7 @@ export const partnerWebhooks: Resource = {
         description: SLASH,
         tag: 'Partner webhooks',
         access: reads,
-        parameters: [deliveryId],
+        request: DeliveryId,
         responses: { '200': json('The delivery with every attempt.', ref('WebhookDelivery')) },
         errors: ['webhook_delivery_not_found'],
       }),
@@ -182,7 +163,7 @@ export const partnerWebhooks: Resource = {
         description: `Attempted anew (attempts numbered on), signed with the current secrets. A delivery still being attempted is 409 \`webhook_delivery_in_progress\`; to a disabled or deleted endpoint, 409 \`webhook_endpoint_disabled\`. ${SLASH}`,
         tag: 'Partner webhooks',
         access: writes,
-        parameters: [deliveryId],
+        request: DeliveryId,
         responses: { '202': json('The delivery, `pending` again.', ref('WebhookDelivery')) },
         errors: ['webhook_delivery_not_found', 'webhook_endpoint_disabled', 'webhook_delivery_in_progress'],
       }),

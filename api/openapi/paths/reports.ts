@@ -1,8 +1,8 @@
-import { MAX_REPORT_LIMIT } from '../../routes/reports/schema';
-import { cursorList, cursorParam, limitParam } from '../components';
-import { IDEMPOTENCY_KEY, replayMarker } from '../execution';
+import { CreateReport, ListReports, ReadReport } from '../../routes/reports/schema';
+import { cursorList } from '../components';
+import { replayMarker } from '../execution';
 import { anyObject, closed, constant, failureRecord, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
-import { json, jsonBody, LOCATION, operation, pathParam, type Resource } from '../operation';
+import { json, LOCATION, operation, type Resource } from '../operation';
 
 const FORMATS = ['json', 'text', 'markdown'];
 
@@ -31,24 +31,7 @@ export const reports: Resource = {
         description: 'An agent does a task once, outside any conversation; the answer is kept as `result`. `format` `json` needs a `schema` (checked like a run\'s `response_format`, before authorization); other formats take none.',
         tag: 'Reports',
         access: { credential: 'workspace', scopes: ['reports:create'] },
-        parameters: [IDEMPOTENCY_KEY],
-        body: jsonBody({
-          ...closed(
-            {
-              agent: string({ minLength: 1, maxLength: 200 }),
-              name: string({ minLength: 1, maxLength: 200 }),
-              task: string({ minLength: 1, maxLength: 20000 }),
-              inputs: anyObject('Data for the task.'),
-              format: { ...oneOfValues(FORMATS), default: 'text' },
-              schema: anyObject('The JSON Schema of the result (object root); only with `format` `json`.'),
-              metadata: anyObject(),
-            },
-            { required: ['agent', 'name', 'task'] },
-          ),
-          if: { properties: { format: { const: 'json' } }, required: ['format'] },
-          then: { required: ['schema'] },
-          else: { not: { required: ['schema'] } },
-        }),
+        request: CreateReport,
         responses: { '202': json('Accepted: the report as it stands; poll `Location`.', ref('Report'), { ...LOCATION, ...replayMarker('Idempotent-Replay') }) },
         errors: ['agent_not_found', 'agent_not_available', 'usage_blocked', 'idempotency_conflict'],
       }),
@@ -58,7 +41,7 @@ export const reports: Resource = {
         description: 'Newest first; `cursor` in, `next_cursor` out.',
         tag: 'Reports',
         access: { credential: 'workspace', scopes: ['reports:read'] },
-        parameters: [limitParam(MAX_REPORT_LIMIT), cursorParam],
+        request: ListReports,
         responses: { '200': json('A page of reports.', cursorList(ref('Report'))) },
       }),
     },
@@ -68,7 +51,7 @@ export const reports: Resource = {
         summary: 'Read a report',
         tag: 'Reports',
         access: { credential: 'workspace', scopes: ['reports:read'] },
-        parameters: [pathParam('id', publicId('report'))],
+        request: ReadReport,
         responses: { '200': json('The report.', ref('Report')) },
         errors: ['report_not_found'],
       }),

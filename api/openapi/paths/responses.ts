@@ -1,5 +1,6 @@
-import { EXECUTION_ERRORS, executionResponses, IDEMPOTENCY_KEY, runtimeInput } from '../execution';
-import { jsonBody, operation, type Resource } from '../operation';
+import { CreateResponse } from '../../routes/responses/schema';
+import { EXECUTION_ERRORS, executionResponses } from '../execution';
+import { operation, type Resource } from '../operation';
 
 export const responses: Resource = {
   paths: {
@@ -10,8 +11,7 @@ export const responses: Resource = {
         description: 'General-purpose, stateless execution of the agent named in the body. Answers the run without `conversation`; leaves a record of the request and its cost but no copy of the exchange.',
         tag: 'Execution',
         access: { credential: 'workspace', scopes: ['responses:create'] },
-        parameters: [IDEMPOTENCY_KEY],
-        body: jsonBody(runtimeInput('required', 'The runtime input; `agent` is required.')),
+        request: CreateResponse,
         responses: executionResponses(),
         errors: EXECUTION_ERRORS,
       }),

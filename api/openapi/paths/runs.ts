@@ -1,13 +1,10 @@
 import { RUN_READER_SCOPES } from '../../runs';
-import { MAX_RUN_LIMIT, RUN_KINDS } from '../../routes/runs/schema';
-import { cursorList, cursorParam, limitParam } from '../components';
+import { CancelRun, FollowRunEvents, ListRuns, ReadRun, RUN_KINDS } from '../../routes/runs/schema';
+import { cursorList } from '../components';
 import { RUN_STATUSES } from '../errors';
 import { closed, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
-import { json, operation, pathParam, queryParam, type Resource } from '../operation';
+import { json, operation, type Resource } from '../operation';
 
-const STATUS_LIST = `^(${RUN_STATUSES.join('|')})(,(${RUN_STATUSES.join('|')}))*$`;
-
-const runId = pathParam('run_id', { type: 'string' }, 'The run id (`run_…`).');
 const readers = { credential: 'workspace', scopes: RUN_READER_SCOPES } as const;
 const WHO = 'A run is readable only with the scope that could have created it (`responses:create`, `agents:run`, `messages:create`, `reports:create` or `extractions:create` for its kind); otherwise it is the same 404 as a missing run.';
 
@@ -40,17 +37,7 @@ export const runs: Resource = {
         description: 'The workspace\'s runs, newest first; `cursor` in, `next_cursor` out. Only the kinds the credential may read are listed: ' + WHO,
         tag: 'Runs',
         access: readers,
-        parameters: [
-          limitParam(MAX_RUN_LIMIT),
-          cursorParam,
-          queryParam('status', { type: 'string', pattern: STATUS_LIST }, 'One or more statuses, comma-separated (`failed,blocked`).'),
-          queryParam('agent', publicId('agent')),
-          queryParam('kind', oneOfValues(RUN_KINDS)),
-          queryParam('created_after', { type: 'string', format: 'date-time' }, 'Created at or after this time.'),
-          queryParam('created_before', { type: 'string', format: 'date-time' }, 'Created before this time.'),
-          queryParam('queued_longer_than_ms', { type: 'integer', minimum: 0, maximum: 9999999999 }, 'Runs that waited in the queue longer than this.'),
-          queryParam('reconciled', oneOfValues(['true', 'false']), 'Settled by the reconciler, or not.'),
-        ],
+        request: ListRuns,
         responses: { '200': json('A page of runs.', cursorList(ref('RunSummary'))) },
       }),
     },
@@ -61,7 +48,7 @@ export const runs: Resource = {
         description: `The run as it stands. Stateless /responses runs keep no copy of the exchange: their \`output\` is \`[]\` when read back. ${WHO}`,
         tag: 'Runs',
         access: readers,
-        parameters: [runId],
+        request: ReadRun,
         responses: { '200': json('The run.', ref('RunResponse')) },
         errors: ['run_not_found'],
       }),
@@ -73,7 +60,7 @@ export const runs: Resource = {
         description: `Replays the run's events from the start (or after \`Last-Event-ID\`) and follows them to the one terminal event. Any API instance serves it. ${WHO}`,
         tag: 'Runs',
         access: readers,
-        parameters: [runId, { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+-\\d+$' }, description: 'The last `id:` read: resume after it.' }],
+        request: FollowRunEvents,
         responses: {
           '200': { description: 'The run\'s events.', headers: { 'X-Stream-Version': { description: 'The stream contract version.', schema: { type: 'string' } } }, content: { 'text/event-stream': { schema: ref('ResponseStream') } } },
         },
@@ -87,7 +74,7 @@ export const runs: Resource = {
         description: `Idempotent: a finished run is answered as it ended. A running run settles once as \`cancelled\` (billed for what it used); the answer waits for that up to 5 seconds. ${WHO}`,
         tag: 'Runs',
         access: readers,
-        parameters: [runId],
+        request: CancelRun,
         responses: { '200': json('The run as it stands.', ref('RunResponse')) },
         errors: ['run_not_found'],
       }),

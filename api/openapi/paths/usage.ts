@@ -1,6 +1,6 @@
-import { MAX_USAGE_DAYS } from '../../routes/usage/schema';
+import { ReadUsage } from '../../routes/usage/schema';
 import { closed, constant, integer, string } from '../jsonSchema';
-import { json, operation, queryParam, type Resource } from '../operation';
+import { json, operation, type Resource } from '../operation';
 
 export const usage: Resource = {
   paths: {
@@ -11,7 +11,7 @@ export const usage: Resource = {
         description: 'The credit balance, and the credits billed per UTC day and channel (ledger line) over the last `days` days.',
         tag: 'Usage',
         access: { credential: 'workspace', scopes: ['usage:read'] },
-        parameters: [queryParam('days', { type: 'integer', minimum: 1, maximum: MAX_USAGE_DAYS, default: 30 })],
+        request: ReadUsage,
         responses: {
           '200': json(
             'Usage.',

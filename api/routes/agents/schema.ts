@@ -3,12 +3,12 @@ import { invalidRequest } from '../../../domain/errors';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
 import type { Input } from '../../middleware/validate';
 import { listQuery } from '../../validation/listQuery';
-import { parseExecutionRequest } from '../../validation/runtimeInput';
+import { ExecutionBody } from '../../validation/runtimeInput';
 
 /** POST /api/v2/agents/{agent_id}/runs: the runtime input; the agent comes from the path. */
 export const CreateAgentRun = {
   params: yup.object({ agent_id: yup.string().required() }),
-  body: parseExecutionRequest,
+  body: ExecutionBody,
   headers: IDEMPOTENCY_HEADERS,
 };
 

@@ -1,14 +1,15 @@
 import * as yup from 'yup';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { parseExecutionRequest, runtimeInputSchema } from '../../validation/runtimeInput';
+import { about } from '../../validation/about';
+import { ExecutionBody, runtimeInputSchema } from '../../validation/runtimeInput';
 
-const conversationParams = yup.object({ id: yup.string().required() });
+const conversationParams = yup.object({ id: yup.string().required().meta(about('The conversation id (`conv_…`).')) });
 
 /** POST /api/v2/conversations: agent, channel and external_ref share the runtime input's rules. */
 export const CreateConversation = {
   body: yup
     .object({
-      agent: runtimeInputSchema.fields.agent,
+      agent: (runtimeInputSchema.fields.agent as yup.StringSchema).meta(about('The assistant; a conversation without one cannot run messages.')),
       channel: runtimeInputSchema.fields.channel,
       external_ref: runtimeInputSchema.fields.external_ref,
     })
@@ -19,15 +20,21 @@ export const CreateConversation = {
 export const ReadConversation = { params: conversationParams };
 
 /** POST /api/v2/conversations/{id}/messages: the runtime input; the agent comes from the conversation. */
-export const PostMessage = { params: conversationParams, body: parseExecutionRequest, headers: IDEMPOTENCY_HEADERS };
+export const PostMessage = { params: conversationParams, body: ExecutionBody, headers: IDEMPOTENCY_HEADERS };
 
 /** Message list paging: `after` a message id, `limit` 1-100 (above 100 is refused, not clamped). */
 export const ListMessages = {
   params: conversationParams,
   query: yup
     .object({
-      after: yup.string().matches(/^msg_[0-9a-z]{26}$/, 'after must be a message id'),
-      limit: yup.number().typeError('limit must be an integer').integer('limit must be an integer').min(1, 'limit must be at least 1').max(100, 'limit must be at most 100'),
+      after: yup.string().matches(/^msg_[0-9a-z]{26}$/, 'after must be a message id').meta(about('A message id: the page starts after it.')),
+      limit: yup
+        .number()
+        .typeError('limit must be an integer')
+        .integer('limit must be an integer')
+        .min(1, 'limit must be at least 1')
+        .max(100, 'limit must be at most 100')
+        .meta({ jsonSchema: { default: 20, description: 'Above 100 is a 400 (not clamped).' } }),
     })
     .noUnknown(true, 'unknown query parameter: ${unknown}'),
 };

@@ -1,10 +1,12 @@
 import * as yup from 'yup';
 import { invalidRequest } from '../../../domain/errors';
 import { EXTRACTION_STATUSES } from '../../../domain/extractions';
-import { isPublicId } from '../../../domain/ids';
+import { publicIdPattern } from '../../../domain/ids';
 import { schemaProblem } from '../../../domain/structuredOutput';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { validated } from '../../middleware/validate';
+import { refined } from '../../middleware/validate';
+import { publicIdField } from '../../validation/publicId';
+import { structuredSchema } from '../../validation/structuredSchema';
 import { idFilter, idParam, listQuery, oneOfFilter } from '../../validation/listQuery';
 
 /** Larger list requests are clamped to this. */
@@ -12,11 +14,8 @@ export const MAX_EXTRACTION_LIMIT = 100;
 
 const createExtraction = yup
   .object({
-    document: yup.string().required('document is required').test('document', 'document must be a document id (doc_…)', (v) => isPublicId('document', v)),
-    schema: yup
-      .mixed<Record<string, unknown>>()
-      .required('schema is required')
-      .test('schema', 'schema must be an object', (v) => v !== null && typeof v === 'object' && !Array.isArray(v)),
+    document: publicIdField('document', 'document', 'a document id (doc_…)').required('document is required').meta({ jsonSchema: { pattern: publicIdPattern('document'), description: 'An uploaded document of a type ingestion reads.' } }),
+    schema: structuredSchema().required('schema is required'),
     agent: yup.string().max(200),
     instructions: yup.string().min(1).max(4000, 'instructions must be at most 4000 characters'),
   })
@@ -32,12 +31,11 @@ export interface ExtractionRequest {
 
 /** POST /api/v2/extractions: a document, the JSON schema of what to draw from it (checked like a run's), and optionally an agent and instructions. */
 export const CreateExtraction = {
-  body: (value: unknown): ExtractionRequest => {
-    const body = validated(createExtraction, value);
+  body: refined(createExtraction, (body): ExtractionRequest => {
     const problem = schemaProblem(body.schema);
     if (problem) throw invalidRequest(problem);
     return body as ExtractionRequest;
-  },
+  }),
   headers: IDEMPOTENCY_HEADERS,
 };
 

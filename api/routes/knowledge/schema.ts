@@ -1,6 +1,8 @@
 import * as yup from 'yup';
 import { COLLECTION_NAME, COLLECTION_NAME_RULE, INGESTION_STATUSES } from '../../../domain/knowledge';
-import { isPublicId } from '../../../domain/ids';
+import { publicIdPattern } from '../../../domain/ids';
+import { about } from '../../validation/about';
+import { publicIdField } from '../../validation/publicId';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
 import { idFilter, idParam, listQuery, oneOfFilter } from '../../validation/listQuery';
 
@@ -11,8 +13,8 @@ export const MAX_INGESTION_LIMIT = 100;
 export const CreateIngestion = {
   body: yup
     .object({
-      document: yup.string().required('document is required').test('document', 'document must be a document id (doc_…)', (v) => isPublicId('document', v)),
-      collection: yup.string().required('collection is required').matches(COLLECTION_NAME, COLLECTION_NAME_RULE),
+      document: publicIdField('document', 'document', 'a document id (doc_…)').required('document is required'),
+      collection: yup.string().required('collection is required').matches(COLLECTION_NAME, COLLECTION_NAME_RULE).meta(about(`${COLLECTION_NAME_RULE}.`)),
     })
     .noUnknown(true, 'unknown key: ${unknown}')
     .strict(),
@@ -44,7 +46,7 @@ export const SearchKnowledge = {
         .min(1, 'collections must name at least one collection')
         .max(MAX_SEARCH_COLLECTIONS, `collections names at most ${MAX_SEARCH_COLLECTIONS}`),
       limit: yup.number().integer('limit must be an integer').min(1, 'limit must be at least 1').max(MAX_SEARCH_LIMIT, `limit must be at most ${MAX_SEARCH_LIMIT}`),
-      document: yup.string().test('document', 'document must be a document id (doc_…)', (v) => v === undefined || isPublicId('document', v)),
+      document: publicIdField('document', 'document', 'a document id (doc_…)').meta({ jsonSchema: { pattern: publicIdPattern('document'), description: 'Narrows the search to this document.' } }),
     })
     .noUnknown(true, 'unknown key: ${unknown}')
     .strict(),

@@ -3,28 +3,28 @@ import { invalidRequest } from '../../../domain/errors';
 import { schemaProblem } from '../../../domain/structuredOutput';
 import type { ReportFormat } from '../../../domain/reports';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { validated } from '../../middleware/validate';
+import { refined } from '../../middleware/validate';
 import { idParam, listQuery } from '../../validation/listQuery';
-import { runtimeInputSchema } from '../../validation/runtimeInput';
+import { plainObject, runtimeInputSchema } from '../../validation/runtimeInput';
+import { structuredSchema } from '../../validation/structuredSchema';
 
 /** Larger list requests are clamped to this. */
 export const MAX_REPORT_LIMIT = 100;
-
-const plainObject = (name: string) =>
-  yup.mixed<Record<string, unknown>>().test(name, `${name} must be an object`, (v) => v === undefined || (v !== null && typeof v === 'object' && !Array.isArray(v)));
 
 const createReport = yup
   .object({
     agent: yup.string().required('agent is required').max(200),
     name: yup.string().required('name is required').min(1).max(200, 'name must be at most 200 characters'),
     task: yup.string().required('task is required').min(1).max(20_000, 'task must be at most 20000 characters'),
-    inputs: plainObject('inputs'),
-    format: yup.string().oneOf(['json', 'text', 'markdown'], 'format must be one of json, text, markdown'),
-    schema: plainObject('schema'),
+    inputs: plainObject({ description: 'Data for the task.' }),
+    format: yup.string().oneOf(['json', 'text', 'markdown'], 'format must be one of json, text, markdown').meta({ jsonSchema: { default: 'text' } }),
+    schema: structuredSchema(),
     metadata: runtimeInputSchema.fields.metadata,
   })
   .noUnknown(true, 'unknown key: ${unknown}')
-  .strict();
+  .strict()
+  // CreateReport.body's rule: `format` json needs a `schema`, other formats take none.
+  .meta({ jsonSchema: { if: { properties: { format: { const: 'json' } }, required: ['format'] }, then: { required: ['schema'] }, else: { not: { required: ['schema'] } } } });
 
 export interface ReportRequest {
   agent: string;
@@ -38,15 +38,14 @@ export interface ReportRequest {
 
 /** POST /api/v2/reports: `format` json needs a `schema` (checked like a run's response_format), other formats take none. */
 export const CreateReport = {
-  body: (value: unknown): ReportRequest => {
-    const body = validated(createReport, value);
+  body: refined(createReport, (body): ReportRequest => {
     const format = (body.format ?? 'text') as ReportFormat;
     if (format === 'json' && !body.schema) throw invalidRequest('schema is required when format is json.');
     if (format !== 'json' && body.schema) throw invalidRequest('schema is only read when format is json.');
     const problem = body.schema && schemaProblem(body.schema);
     if (problem) throw invalidRequest(problem);
     return { agent: body.agent, name: body.name, task: body.task, inputs: body.inputs, format, schema: body.schema, metadata: (body.metadata ?? {}) as Record<string, unknown> };
-  },
+  }),
   headers: IDEMPOTENCY_HEADERS,
 };
 

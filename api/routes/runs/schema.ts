@@ -1,13 +1,14 @@
 import * as yup from 'yup';
+import { about } from '../../validation/about';
 import { idFilter, listQuery, once, oneOfFilter } from '../../validation/listQuery';
 
 export const MAX_RUN_LIMIT = 100;
 const STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'blocked'];
 export const RUN_KINDS = ['response', 'agent_run', 'message', 'report', 'extraction'];
 
-const instant = (name: string) => once(name).test(name, `${name} must be an ISO 8601 time.`, (v) => v === undefined || (/^\d{4}-\d{2}-\d{2}T/.test(v) && !Number.isNaN(Date.parse(v))));
+const instant = (name: string, description: string) => once(name, { format: 'date-time', description }).test(name, `${name} must be an ISO 8601 time.`, (v) => v === undefined || (/^\d{4}-\d{2}-\d{2}T/.test(v) && !Number.isNaN(Date.parse(v))));
 
-const runParams = yup.object({ run_id: yup.string().required() });
+const runParams = yup.object({ run_id: yup.string().required().meta(about('The run id (`run_…`).')) });
 
 export const ReadRun = { params: runParams };
 export const CancelRun = { params: runParams };
@@ -15,7 +16,7 @@ export const CancelRun = { params: runParams };
 /** Following a run's events, resuming after Last-Event-ID (an id this stream gave out). */
 export const FollowRunEvents = {
   params: runParams,
-  headers: yup.object({ 'last-event-id': yup.string().matches(/^\d+-\d+$/, 'Last-Event-ID must be an event id from this stream.') }),
+  headers: yup.object({ 'last-event-id': yup.string().matches(/^\d+-\d+$/, 'Last-Event-ID must be an event id from this stream.').meta(about('The last `id:` read: resume after it.')) }),
 };
 
 /**
@@ -26,12 +27,12 @@ export const FollowRunEvents = {
  */
 export const ListRuns = {
   query: listQuery('run', MAX_RUN_LIMIT, {
-    status: once('status').test('status', `status must be one or more of ${STATUSES.join(', ')}, comma-separated.`, (v) => v === undefined || v.split(',').every((s) => STATUSES.includes(s))),
+    status: once('status', { pattern: `^(${STATUSES.join('|')})(,(${STATUSES.join('|')}))*$`, description: 'One or more statuses, comma-separated (`failed,blocked`).' }).test('status', `status must be one or more of ${STATUSES.join(', ')}, comma-separated.`, (v) => v === undefined || v.split(',').every((s) => STATUSES.includes(s))),
     agent: idFilter('agent', 'agent', 'an agent id (agt_…)'),
     kind: oneOfFilter('kind', RUN_KINDS),
-    created_after: instant('created_after'),
-    created_before: instant('created_before'),
-    queued_longer_than_ms: once('queued_longer_than_ms').test('queued_longer_than_ms', 'queued_longer_than_ms must be a non-negative integer.', (v) => v === undefined || /^[0-9]{1,10}$/.test(v)),
-    reconciled: oneOfFilter('reconciled', ['true', 'false']),
+    created_after: instant('created_after', 'Created at or after this time.'),
+    created_before: instant('created_before', 'Created before this time.'),
+    queued_longer_than_ms: once('queued_longer_than_ms', { type: 'integer', minimum: 0, maximum: 9999999999, description: 'Runs that waited in the queue longer than this.' }).test('queued_longer_than_ms', 'queued_longer_than_ms must be a non-negative integer.', (v) => v === undefined || /^[0-9]{1,10}$/.test(v)),
+    reconciled: oneOfFilter('reconciled', ['true', 'false']).meta({ jsonSchema: { type: 'string', enum: ['true', 'false'], description: 'Settled by the reconciler, or not.' } }),
   }),
 };

@@ -1,6 +1,6 @@
 import * as yup from 'yup';
 import { once } from '../../validation/listQuery';
-import { validated } from '../../middleware/validate';
+import { refined } from '../../middleware/validate';
 
 /** How far back usage can be read per day; the ledger keeps more, the per-day view is for recent use. */
 export const MAX_USAGE_DAYS = 90;
@@ -8,15 +8,12 @@ const DEFAULT_USAGE_DAYS = 30;
 
 const query = yup
   .object({
-    days: once('days').test('days', `days must be an integer from 1 to ${MAX_USAGE_DAYS}.`, (v) => v === undefined || (/^[0-9]+$/.test(v) && Number(v) >= 1 && Number(v) <= MAX_USAGE_DAYS)),
+    days: once('days', { type: 'integer', minimum: 1, maximum: MAX_USAGE_DAYS, default: DEFAULT_USAGE_DAYS }).test('days', `days must be an integer from 1 to ${MAX_USAGE_DAYS}.`, (v) => v === undefined || (/^[0-9]+$/.test(v) && Number(v) >= 1 && Number(v) <= MAX_USAGE_DAYS)),
   })
   .noUnknown(true, 'unknown query parameter: ${unknown}')
   .strict();
 
 /** GET /api/v2/usage: `days`, the window ending today (UTC). */
 export const ReadUsage = {
-  query: (value: unknown): { days: number } => {
-    const { days } = validated(query, value) as { days?: string };
-    return { days: days === undefined ? DEFAULT_USAGE_DAYS : Number(days) };
-  },
+  query: refined(query, ({ days }): { days: number } => ({ days: days === undefined ? DEFAULT_USAGE_DAYS : Number(days) })),
 };

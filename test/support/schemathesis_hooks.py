@@ -1,0 +1,49 @@
+"""Realistic data for test/schemathesis.test.ts where the OpenAPI document cannot say it.
+
+SCHEMATHESIS_DATA (JSON) names the workspace's agent, a conversation, an uploaded document and a
+partner's endpoint: a generated id names nothing, so without them every well-formed request would be
+a 404.
+"""
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+import schemathesis
+
+DATA = json.loads(os.environ.get("SCHEMATHESIS_DATA") or "{}")
+
+
+def _path(context):
+    return context.operation.path.rstrip("/") if context.operation is not None else ""
+
+
+@schemathesis.hook
+def map_body(context, body):
+    if not isinstance(body, dict):
+        return body
+    path = _path(context)
+    if path.endswith("/recover"):
+        # A recovery window spans at most 30 days and ends after it starts, `until` defaulting to now
+        # (docs/webhooks.md); JSON Schema cannot relate two dates or say "now", so a generated window
+        # is moved into the last hour, as a partner's would be.
+        now = datetime.now(timezone.utc)
+        window = {"since": (now - timedelta(hours=1)).isoformat()}
+        if "until" in body:
+            window["until"] = now.isoformat()
+        return {**body, **window}
+    if path in ("/api/v2/responses", "/api/v2/reports") and "agent" in DATA:
+        return {**body, "agent": DATA["agent"]}
+    if path == "/api/v2/extractions" and "document" in DATA:
+        return {**body, "document": DATA["document"], **({"agent": DATA["agent"]} if "agent" in body and "agent" in DATA else {})}
+    return body
+
+
+@schemathesis.hook
+def map_path_parameters(context, path_parameters):
+    path = _path(context)
+    if path.startswith("/api/v2/conversations/{id}") and "conversation" in DATA:
+        return {**path_parameters, "id": DATA["conversation"]}
+    # Only the recovery: the endpoint's own DELETE may run first on any other path.
+    if path.endswith("/endpoints/{id}/recover") and "endpoint" in DATA:
+        return {**path_parameters, "id": DATA["endpoint"]}
+    return path_parameters
