@@ -32,10 +32,11 @@ export type Input<S extends Schemas> = { [K in keyof S]: S[K] extends Parser<inf
 /** Runs a yup schema and turns its first complaint into a 400 in the envelope. */
 export function validated<T>(schema: yup.Schema<T>, value: unknown): T {
   try {
-    return schema.validateSync(value ?? {}, { abortEarly: true });
+    // An absent body reads as an empty object; a `null` one is refused below, as not an object.
+    return schema.validateSync(value === undefined ? {} : value, { abortEarly: true });
   } catch (err) {
-    // A body that is JSON but not an object (an array, a string) fails the root's type.
-    if (err instanceof yup.ValidationError && err.type === 'typeError' && !err.path) throw invalidRequest('Request body must be a JSON object.');
+    // A body that is JSON but not an object (null, an array, a string) fails the root's type.
+    if (err instanceof yup.ValidationError && !err.path && (err.type === 'typeError' || err.type === 'nullable')) throw invalidRequest('Request body must be a JSON object.');
     if (err instanceof yup.ValidationError) throw invalidRequest(err.errors[0] ?? 'Invalid request.');
     // yup looks each key up among an object schema's fields, and one named after an Object.prototype
     // member (`constructor`, `__proto__`, …) finds that member and throws: a key no schema declares.

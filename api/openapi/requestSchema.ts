@@ -22,6 +22,8 @@ export interface RequestMeta {
   component?: string;
   /** Alternatives yup cannot say (a string or an object), each a yup schema. */
   oneOf?: yup.Schema[];
+  /** Documented as this schema: a part the parser's read() checks itself, later (after other rules). */
+  as?: yup.Schema;
 }
 
 type Description = yup.SchemaDescription & {
@@ -69,8 +71,12 @@ function said(type: string, convert: Converter): Converter {
   return asConverter((d, all) => {
     const meta = d.meta ?? {};
     const rule = d.tests.map((t) => t.name).find((name) => name !== undefined && !SAID.has(name));
-    if (rule && !meta.jsonSchema && !meta.oneOf) throw new Error(`A ${type} schema's test "${rule}" is not in the OpenAPI document: say it with meta({ jsonSchema }).`);
-    const schema: JsonSchema = meta.oneOf ? { oneOf: meta.oneOf.map((s) => convertSchema(s, { converters: all })) } : (convert(d as never, all) as JsonSchema);
+    if (rule && !meta.jsonSchema && !meta.oneOf && !meta.as) throw new Error(`A ${type} schema's test "${rule}" is not in the OpenAPI document: say it with meta({ jsonSchema }).`);
+    const schema: JsonSchema = meta.as
+      ? (convertSchema(meta.as, { converters: all }) as JsonSchema)
+      : meta.oneOf
+        ? { oneOf: meta.oneOf.map((s) => convertSchema(s, { converters: all })) }
+        : (convert(d as never, all) as JsonSchema);
     Object.assign(schema, meta.jsonSchema);
     if (!meta.component) return schema;
     const known = requestComponents[meta.component];

@@ -133,7 +133,11 @@ export const runtimeInputSchema = yup
  * options flat or under `options`. Unknown keys are ignored, but the caller-forbidden ones are refused.
  */
 const executionBody = runtimeInputSchema
-  .shape({ ...optionsSchema.fields, options: optionsSchema.meta({ component: 'RuntimeOptions', jsonSchema: { description: 'An unrecognised key is a 400.' } }) })
+  .shape({
+    // Read by readExecutionRequest(), flat and nested merged (the nested value wins), after the forbidden keys.
+    ...Object.fromEntries(OPTION_KEYS.map((k) => [k, yup.mixed().meta({ as: optionsSchema.fields[k] })])),
+    options: yup.mixed().meta({ as: optionsSchema, component: 'RuntimeOptions', jsonSchema: { description: 'An unrecognised key is a 400.' } }),
+  })
   .meta({
     jsonSchema: {
       description: `The runtime input. Runtime options may be sent flat or under \`options\` (the nested value wins). Caller-forbidden keys are refused with a 400 naming them: ${Object.keys(FORBIDDEN_OPTIONS).map((k) => `\`${k}\``).join(', ')}. Other unknown top-level keys are ignored.`,
@@ -170,9 +174,10 @@ export function parseResponseFormat(value: unknown): ResponseFormat {
 function readExecutionRequest(body: yup.InferType<typeof executionBody> & Record<string, unknown>): ExecutionRequest {
   refuseForbidden(body, '');
   const nested = body.options;
+  if (nested !== undefined && !isObject(nested)) throw invalidRequest('options must be an object.');
   if (nested) refuseForbidden(nested, 'options.');
   const flat = Object.fromEntries(OPTION_KEYS.filter((k) => body[k] !== undefined).map((k) => [k, body[k]]));
-  const options = { ...flat, ...nested } as yup.InferType<typeof optionsSchema>;
+  const options = validated(optionsSchema, { ...flat, ...nested });
   const requestContext = body.request_context ?? {};
   for (const key of Object.keys(requestContext)) {
     // By name, whatever its case: TENANT_ID smuggles what tenant_id would.
