@@ -6,7 +6,7 @@ import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../../../domain/knowledge
 import { schemaProblem } from '../../../domain/structuredOutput';
 import { IDEMPOTENCY_HEADERS, MAX_IDEMPOTENCY_KEY_LENGTH } from '../../middleware/idempotent';
 import { refined, validated } from '../../middleware/validate';
-import { about } from '../../validation/about';
+import { about, described } from '../../validation/about';
 import { idParam, offsetParam, oneOfFilter, positiveParam } from '../../validation/listQuery';
 import { ExecutionBody, parseExecutionRequest, plainObject } from '../../validation/runtimeInput';
 import { structuredSchema } from '../../validation/structuredSchema';
@@ -14,12 +14,6 @@ import { structuredSchema } from '../../validation/structuredSchema';
 /** Larger list requests are clamped to this; item pages to MAX_ITEM_LIMIT. */
 export const MAX_JOB_LIMIT = 100;
 export const MAX_ITEM_LIMIT = 1000;
-
-/** A description added to a schema's documented jsonSchema (meta merges shallowly: a new jsonSchema would replace it). */
-function described<S extends yup.Schema>(schema: S, description: string): S {
-  const { jsonSchema } = (schema.describe().meta ?? {}) as { jsonSchema?: Record<string, unknown> };
-  return schema.meta({ jsonSchema: { ...jsonSchema, description } }) as S;
-}
 
 const closedParams = <S extends yup.AnyObjectSchema>(schema: S) => schema.noUnknown(true, 'params has an unknown key: ${unknown}').strict();
 
@@ -129,7 +123,7 @@ export const ListJobs = {
   query: refined(
     yup
       .object({
-        status: described(oneOfFilter('status', JOB_STATUSES), 'An unknown value is a 400.'),
+        status: oneOfFilter('status', JOB_STATUSES),
         type: described(oneOfFilter('type', JOB_TYPES), 'The job (resource) type.'),
         limit: positiveParam('limit', 20, MAX_JOB_LIMIT),
         offset: described(offsetParam('offset'), 'Rows to skip.'),

@@ -96,14 +96,10 @@ export const RecoverEndpoint = {
   }),
 };
 
-/** A schema with a description added to what its meta already tells the document (a later meta({ jsonSchema }) replaces an earlier one). */
-const described = <S extends yup.Schema>(schema: S, text: string): S =>
-  schema.meta({ jsonSchema: { ...(schema.describe().meta as { jsonSchema?: Record<string, unknown> } | undefined)?.jsonSchema, description: text } }) as S;
-
 /** GET /api/v1/partner/webhooks/deliveries/: cursor pages, filtered by `status`, `event_type`, `tenant_ref`, `endpoint`. */
 export const ListDeliveries = {
   query: listQuery('delivery', MAX_DELIVERY_LIMIT, {
-    status: described(oneOfFilter('status', DELIVERY_STATUSES), 'An unknown value is a 400.'),
+    status: oneOfFilter('status', DELIVERY_STATUSES),
     event_type: oneOfFilter('event_type', EVENT_TYPES),
     tenant_ref: once('tenant_ref', { maxLength: 200, description: 'The partner\'s own identifier for the merchant.' }).test('tenant_ref', 'tenant_ref must be at most 200 characters', (v) => v === undefined || (typeof v === 'string' && v.length <= 200)),
     endpoint: idFilter('endpoint', 'webhookEndpoint', 'a webhook endpoint id (we_…)'),
