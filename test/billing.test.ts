@@ -9,7 +9,7 @@ import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';
 import { maxRunCost } from '../domain/billing';
 import { countTokens } from 'gpt-tokenizer';
-import { call, providerRequests, scriptModel, tenant, useApi } from './support/stack';
+import { call, providerRequests, scriptModel, listeningPartner, tenant, useApi } from './support/stack';
 
 const api = useApi();
 
@@ -42,12 +42,16 @@ describe('billing', () => {
 
   /** A run's input as the API would build it, for calling the bookkeeping activities directly. */
   async function runInput(kind: RunInput['kind'], channel: string): Promise<{ input: RunInput; ws: { id: number } }> {
-    const t = await tenant();
-    const ws = (await rows<{ id: number }>('SELECT id FROM workspaces WHERE public_id = :ws', { ws: t.workspace }))[0];
+    // A partner's workspace with an endpoint: only such a workspace's changes write outbox events.
+    const t = await tenant({ listened: true });
+    const ws = (await rows<{ id: number; partner: string; tenantRef: string }>(
+      'SELECT w.id, p.public_id AS partner, w.tenant_ref AS "tenantRef" FROM workspaces w JOIN partners p ON p.id = w.partner_id WHERE w.public_id = :ws',
+      { ws: t.workspace },
+    ))[0];
     const agent = (await rows<{ id: number }>('SELECT id FROM agents WHERE public_id = :a', { a: t.agent }))[0];
     const input: RunInput = {
       runId: mintId('run'), kind, requestId: mintId('request'), traceId: mintTraceId(),
-      workspace: { id: ws.id, publicId: t.workspace, tenantRef: null, partnerPublicId: null },
+      workspace: { id: ws.id, publicId: t.workspace, tenantRef: ws.tenantRef, partnerPublicId: ws.partner },
       agent: { id: agent.id, publicId: t.agent, version: 1, config: {} },
       input: 'hi', attachments: [], channel, metadata: {}, requestContext: {},
       options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } },
@@ -91,7 +95,7 @@ describe('billing', () => {
 
 describe('outbox', () => {
   it('writes every event of a run with the envelope fields, in the transactions that made the changes', async () => {
-    const partner = await admin.createPartner({ name: 'Reseller' });
+    const partner = { id: await listeningPartner() };
     // The run reserves at most 114 credits (output capped at 5 tokens), costs 15, and crosses the threshold.
     const ws = await admin.createWorkspace({ name: 'merchant', credits: 200, usageThreshold: 190, partner: partner.id, tenantRef: 'merchant-42' });
     const key = await admin.createWorkspaceKey({ workspace: ws.id, scopes: 'agents:run' });
@@ -129,11 +133,30 @@ describe('outbox', () => {
   });
 
   it('records agent.run.failed for a run that fails', async () => {
-    const t = await tenant({ scopes: ['responses:create'] });
+    const t = await tenant({ scopes: ['responses:create'], listened: true });
     const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi', response_format: 'json_object' } });
     expect(res.status).toBe(422);
     const types = await rows<{ type: string }>('SELECT e.type FROM outbox_events e JOIN workspaces w ON w.id = e.workspace_id WHERE w.public_id = :ws ORDER BY e.id', { ws: t.workspace });
     expect(types.map((e) => e.type)).toEqual(['agent.run.started', 'agent.run.failed']);
+  });
+});
+
+describe('outbox, only where someone can hear it', () => {
+  it('writes no events for a workspace without a partner, nor for one whose partner has no endpoint', async () => {
+    const alone = await tenant({ scopes: ['responses:create'] });
+    const partner = await admin.createPartner({ name: 'no endpoint yet' });
+    const ws = await admin.createWorkspace({ name: 'merchant', credits: 1_000_000, partner: partner.id, tenantRef: `quiet-${partner.id}` });
+    const key = await admin.createWorkspaceKey({ workspace: ws.id, scopes: 'responses:create' });
+    const agent = await admin.createAgent({ workspace: ws.id, name: 'a', config: { model: `stub-quiet-${ws.id}` } });
+    for (const [workspace, body, bearer] of [
+      [alone.workspace, { agent: alone.agent, input: 'hi' }, alone.key],
+      [ws.id, { agent: agent.id, input: 'hi' }, key.key],
+    ] as const) {
+      const res = await call(api.url, 'POST', '/api/v2/responses', { key: bearer, body });
+      expect(res.body.status).toBe('completed');
+      const [events] = await rows<{ n: number }>('SELECT count(*)::int AS n FROM outbox_events e JOIN workspaces w ON w.id = e.workspace_id WHERE w.public_id = :ws', { ws: workspace });
+      expect(events.n).toBe(0);
+    }
   });
 });
 

@@ -13,7 +13,8 @@ const api = useApi();
 const SCOPES = ['jobs:create', 'jobs:read', 'jobs:cancel', 'agents:run', 'documents:create', 'knowledge:write', 'knowledge:read', 'extractions:create', 'extractions:read', 'logs:read'];
 
 // Each run in flight holds its maximum cost (about 90,000 credits for the default agent), 16 at a time.
-const jobTenant = () => tenant({ scopes: SCOPES, credits: 1_000_000_000 });
+// Listened to by a partner, so its runs write outbox events (their correlation is checked).
+const jobTenant = () => tenant({ scopes: SCOPES, credits: 1_000_000_000, listened: true });
 const create = (t: Tenant, body: Record<string, unknown>, headers: Record<string, string> = {}) => call(api.url, 'POST', '/api/v2/jobs', { key: t.key, body, headers });
 const read = (t: Tenant, id: string, query = '') => call(api.url, 'GET', `/api/v2/jobs/${id}${query}`, { key: t.key });
 const finished = (t: Tenant, id: string) =>

@@ -89,7 +89,7 @@ describe('a stateless run keeps no plaintext copy of its exchange', () => {
   });
 
   it('writes no handoff reason to the outbox for a stateless run', async () => {
-    const t = await tenant({ config: { tools: [{ type: 'handoff' }] } });
+    const t = await tenant({ config: { tools: [{ type: 'handoff' }] }, listened: true });
     await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: `{"reason":"${ANSWER}"}` }] }]);
     const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'help' } });
     expect(res.status).toBe(200);

@@ -144,7 +144,7 @@ describe('tools', () => {
   });
 
   it('hands off: the assistant stops, the run completes with the handoff visible, and handoff.requested is written', async () => {
-    const t = await tenant({ scopes: ['agents:run'], config: withTools() });
+    const t = await tenant({ scopes: ['agents:run'], config: withTools(), listened: true });
     await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"Customer asks for a refund over the limit"}' }] }, { text: 'never reached' }]);
     const res = await call(api.url, 'POST', `/api/v2/agents/${t.agent}/runs`, { key: t.key, body: { input: 'I want a refund' } });
     expect(res.status).toBe(200);

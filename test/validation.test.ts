@@ -273,7 +273,8 @@ describe('validation comes first and changes nothing', () => {
   });
 
   it('refuses invalid bodies from a real caller without calling the provider or recording anything', async () => {
-    const t = await tenant();
+    // Listened to by a partner: its runs would write outbox events.
+    const t = await tenant({ listened: true });
     const bodies = [
       { agent: t.agent, input: 'hi', model: 'gpt-x' },
       { agent: t.agent, input: 'hi', options: { top_p: 0.5 } },

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { createApp } from '../../api/app';
 import * as admin from '../../admin/commands';
 import { QueryTypes } from 'sequelize';
+import { DEFAULT_WEBHOOK_API_VERSION } from '../../domain/events';
 import { mintId, mintTraceId } from '../../domain/ids';
 import { db } from '../../db/sequelize';
 import type { RunInput } from '../../domain/runs';
@@ -89,10 +90,30 @@ export interface Tenant {
   model: string;
 }
 
-/** A workspace with credits, a key with the given scopes and an active agent on a model of its own. */
-export async function tenant(options: { scopes?: string[]; credits?: number; agentStatus?: string; config?: Record<string, unknown> } = {}): Promise<Tenant> {
+/**
+ * A partner with an endpoint that enables no event type (so nothing is ever delivered): its
+ * workspaces' changes write outbox events, which only such workspaces get (db/outbox.ts).
+ */
+export async function listeningPartner(): Promise<string> {
+  const partner = await admin.createPartner({ name: 'listener' });
+  const key = await admin.createPartnerKey({ partner: partner.id, scopes: 'webhooks:write' });
+  await db().query(
+    `INSERT INTO webhook_endpoints (public_id, partner_id, url, api_version, enabled_events, permitted_events, created_by_key, secret, secret_hint)
+     SELECT :endpoint, p.id, :url, :version, '{}', '{}', k.id, '\\x00', '0000'
+       FROM partners p, api_keys k WHERE p.public_id = :partner AND k.public_id = :key`,
+    { replacements: { endpoint: mintId('webhookEndpoint'), url: 'http://127.0.0.1:9/unheard', partner: partner.id, key: key.id, version: DEFAULT_WEBHOOK_API_VERSION } },
+  );
+  return partner.id;
+}
+
+/**
+ * A workspace with credits, a key with the given scopes and an active agent on a model of its own;
+ * `listened`: the workspace of a partner with an endpoint, so its changes write outbox events.
+ */
+export async function tenant(options: { scopes?: string[]; credits?: number; agentStatus?: string; config?: Record<string, unknown>; listened?: boolean } = {}): Promise<Tenant> {
   const model = `stub-${randomUUID()}`;
-  const ws = await admin.createWorkspace({ name: 'test', credits: options.credits ?? 1_000_000 });
+  const partner = options.listened ? await listeningPartner() : undefined;
+  const ws = await admin.createWorkspace({ name: 'test', credits: options.credits ?? 1_000_000, ...(partner && { partner, tenantRef: `ref-${randomUUID()}` }) });
   const key = await admin.createWorkspaceKey({ workspace: ws.id, scopes: (options.scopes ?? ['responses:create']).join(',') });
   const agent = await admin.createAgent({ workspace: ws.id, name: 'agent', status: options.agentStatus ?? 'active', config: { model, ...options.config } });
   return { workspace: ws.id, key: key.key, agent: agent.id, model };
