@@ -60,7 +60,7 @@ function throughService(s: Stack, agent: string, input: string): Promise<Timed> 
   );
 }
 
-function direct(modelUrl: string, input: string): Promise<Timed> {
+function direct(modelUrl: string, apiKey: string, input: string): Promise<Timed> {
   const started = performance.now();
   const body = {
     model: 'smollm2',
@@ -73,7 +73,7 @@ function direct(modelUrl: string, input: string): Promise<Timed> {
     max_tokens: MAX_TOKENS,
     temperature: 0,
   };
-  return fetch(`${modelUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((res) =>
+  return fetch(`${modelUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${apiKey}` }, body: JSON.stringify(body) }).then((res) =>
     timedStream(started, res, (frame) => /"delta":\{[^}]*"content":"[^"]/.test(frame)),
   );
 }
@@ -100,11 +100,11 @@ export async function realModelFigures(s: Stack, children: Children, rounds: num
     return undefined;
   }
   children.adopt('model-server', server.process);
-  await s.replaceWorkers(1, undefined, { MODEL_BASE_URL: `${server.url}/v1` });
+  await s.replaceWorkers(1, undefined, { MODEL_BASE_URL: `${server.url}/v1`, MODEL_API_KEY: server.apiKey });
   const agent = await createAgent({ workspace: s.workspace, name: 'bench-real-model', config: { model: 'smollm2', instructions: INSTRUCTIONS, max_output_tokens: MAX_TOKENS, temperature: 0 } });
   await closeDb();
   // Warm both paths: the model's first batch and the service's first run on the new worker.
-  await batch((input) => direct(server.url, input));
+  await batch((input) => direct(server.url, server.apiKey, input));
   await batch((input) => throughService(s, agent.id, input));
   const service: Timed[] = [];
   const straight: Timed[] = [];
@@ -112,7 +112,7 @@ export async function realModelFigures(s: Stack, children: Children, rounds: num
   const errors: string[] = [];
   for (let round = 0; round < rounds; round++) {
     const viaService = await batch((input) => throughService(s, agent.id, input));
-    const viaDirect = await batch((input) => direct(server.url, input));
+    const viaDirect = await batch((input) => direct(server.url, server.apiKey, input));
     service.push(...viaService.timed);
     straight.push(...viaDirect.timed);
     totals.service += viaService.totalMs;

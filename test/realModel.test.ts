@@ -15,6 +15,7 @@ const api = useApi();
 jest.setTimeout(10 * 60_000);
 const TIMEOUT_MS = 120_000;
 const MODEL_SERVER = process.env.TEST_MODEL_SERVER_URL!;
+const MODEL_SERVER_KEY = process.env.TEST_MODEL_SERVER_KEY!;
 
 /** A tenant whose agent's model is relayed to the real model server; `model` is that name. */
 async function realTenant(maxOutputTokens = 48) {
@@ -23,7 +24,7 @@ async function realTenant(maxOutputTokens = 48) {
 }
 
 async function modelServer(path: string, body: unknown): Promise<any> {
-  const res = await fetch(MODEL_SERVER + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(MODEL_SERVER + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${MODEL_SERVER_KEY}` }, body: JSON.stringify(body) });
   expect(res.status).toBe(200);
   return res.json();
 }
@@ -35,6 +36,15 @@ async function promptTokens(messages: unknown): Promise<number> {
 }
 
 describe('a real model server', () => {
+  it('takes requests only with its key: nothing but the service spends its compute', async () => {
+    const body = JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
+    const without = await fetch(`${MODEL_SERVER}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(without.status).toBe(401);
+    const wrong = await fetch(`${MODEL_SERVER}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer not-the-key' }, body });
+    expect(wrong.status).toBe(401);
+    expect((await fetch(`${MODEL_SERVER}/health`)).status).toBe(200);
+  });
+
   it('answers a plain run, billed by the tokens the server counted', async () => {
     const t = await realTenant();
     const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Name one fruit.', timeout_ms: TIMEOUT_MS } });

@@ -6,7 +6,8 @@ The default file is SmolLM2-135M-Instruct (Q4_1, Apache-2.0), taken from PyPI's 
 nothing comes from a model hub. MODEL_FILE names another GGUF.
 
 Environment: MODEL_FILE, MODEL_SERVER_HOST (127.0.0.1), MODEL_SERVER_PORT (8081), MODEL_SERVER_SLOTS
-(8: requests decoded together by continuous batching), MODEL_SERVER_CONTEXT (tokens per slot, 2048).
+(8: requests decoded together by continuous batching), MODEL_SERVER_CONTEXT (tokens per slot, 2048),
+MODEL_SERVER_API_KEY (when set, every request but /health needs it as a bearer token).
 Runs until SIGTERM or SIGINT.
 """
 import importlib.util
@@ -37,6 +38,9 @@ def main() -> None:
     # The chat template the GGUF carries, rendered as the model was trained on it.
     params.use_jinja = True
     params.endpoint_metrics = True
+    # Anyone who reaches the port could spend its compute: with a key, only the service can.
+    if os.environ.get("MODEL_SERVER_API_KEY"):
+        params.api_keys = [os.environ["MODEL_SERVER_API_KEY"]]
     server = xllamacpp.Server(params)
     print(f"model server: {params.model.path} on {server.listening_address}", flush=True)
     signal.sigwait([signal.SIGINT, signal.SIGTERM])

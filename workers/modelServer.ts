@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../infra/projectRoot';
 import { freePort } from './temporalDevServer';
@@ -6,12 +7,14 @@ import { freePort } from './temporalDevServer';
 /**
  * The embedded model server (workers/modelServer.py, from the .tools/ virtualenv that setup.sh fills)
  * on a free loopback port, for the test suite and the bench; workers/stack.sh starts the same script
- * for `npm start`. Resolves once it answers /health; one that exits first rejects with its log's end.
+ * for `npm start`. It takes requests only with `apiKey` as a bearer token (every one but /health).
+ * Resolves once it answers /health; one that exits first rejects with its log's end.
  */
-export async function startModelServer(slots = 8): Promise<{ url: string; process: ChildProcess }> {
+export async function startModelServer(slots = 8): Promise<{ url: string; apiKey: string; process: ChildProcess }> {
   const port = await freePort();
+  const apiKey = randomBytes(16).toString('hex');
   const child = spawn(path.join(PROJECT_ROOT, '.tools/bin/python'), [path.join(PROJECT_ROOT, 'workers/modelServer.py')], {
-    env: { ...process.env, MODEL_SERVER_PORT: String(port), MODEL_SERVER_SLOTS: String(slots) },
+    env: { ...process.env, MODEL_SERVER_PORT: String(port), MODEL_SERVER_SLOTS: String(slots), MODEL_SERVER_API_KEY: apiKey },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let log = '';
@@ -22,7 +25,7 @@ export async function startModelServer(slots = 8): Promise<{ url: string; proces
   for (let i = 0; i < 600; i++) {
     if (child.exitCode !== null) throw new Error(`model server exited with ${child.exitCode}: ${log}`);
     const health = await fetch(`${url}/health`).catch(() => undefined);
-    if (health?.ok) return { url, process: child };
+    if (health?.ok) return { url, apiKey, process: child };
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGKILL');

@@ -52,7 +52,10 @@ model_line=""
 if [ -z "${MODEL_BASE_URL:-}" ] && [ -z "${MODEL_PROVIDER:-}" ]; then
   MODEL_PORT="${MODEL_SERVER_PORT:-8081}"
   echo "stack: starting the model server on 127.0.0.1:$MODEL_PORT (${MODEL_FILE:-SmolLM2-135M-Instruct}; log in .data/model.log)" >&2
-  MODEL_SERVER_PORT="$MODEL_PORT" .tools/bin/python workers/modelServer.py >.data/model.log 2>&1 &
+  # A key of this start's own: only the service's processes may spend the model's compute.
+  MODEL_API_KEY="$(node -p "require('crypto').randomBytes(16).toString('hex')")"
+  export MODEL_API_KEY
+  MODEL_SERVER_PORT="$MODEL_PORT" MODEL_SERVER_API_KEY="$MODEL_API_KEY" .tools/bin/python workers/modelServer.py >.data/model.log 2>&1 &
   pids+=($!)
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$MODEL_PORT/health" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$MODEL_PORT/health" >/dev/null || { echo "stack: the model server did not start; see .data/model.log" >&2; exit 1; }

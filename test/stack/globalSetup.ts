@@ -16,7 +16,7 @@ const SPARE_NAMESPACES = ['aes-blue', 'aes-green', 'aes-rekey'];
 export default async function globalSetup(): Promise<void> {
   // Namespaces of their own for tests of deployments beside the stack's (test/deliveryNamespaces.test.ts).
   const [temporal, s3, model] = await Promise.all([startDevServer(SPARE_NAMESPACES), startS3Server(), startModelServer()]);
-  const stub = new StubProvider(model.url);
+  const stub = new StubProvider(model.url, model.apiKey);
   const stubUrl = await stub.start();
   const database = `aes_test_${randomBytes(4).toString('hex')}`;
   Object.assign(process.env, {
@@ -27,6 +27,7 @@ export default async function globalSetup(): Promise<void> {
     MODEL_API_KEY: 'stub-key',
     STUB_URL: stubUrl,
     TEST_MODEL_SERVER_URL: model.url,
+    TEST_MODEL_SERVER_KEY: model.apiKey,
     // Tool endpoints and webhook receivers in tests listen on loopback.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     // Webhook retries after 0.5, 1 and 1.5 s instead of 60 s, 5 min and 30 min; an endpoint failing

@@ -89,7 +89,10 @@ function reportedUsage(answer: string): RecordedRequest['relayedUsage'] {
 export class StubProvider extends LoopbackServer {
   private readonly scripts = new Map<string, Script>();
 
-  constructor(private readonly realModelUrl?: string) {
+  constructor(
+    private readonly realModelUrl?: string,
+    private readonly realModelKey?: string,
+  ) {
     super();
   }
 
@@ -185,7 +188,12 @@ export class StubProvider extends LoopbackServer {
     if (!this.realModelUrl) throw new Error('no real model server to relay to');
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    const answer = await fetch(`${this.realModelUrl}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: abort.signal });
+    const answer = await fetch(`${this.realModelUrl}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.realModelKey}` },
+      body: JSON.stringify(body),
+      signal: abort.signal,
+    });
     res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
     if (!answer.body) return void res.end();
     const text: string[] = [];
