@@ -12,7 +12,7 @@ import { call, tenant, useApi } from './support/stack';
  * Schemathesis (PyPI, installed into .tools/schemathesis/ by workers/setup.sh --test) generates requests from the
  * served OpenAPI document, valid and invalid, and checks every answer: no 5xx, a documented status,
  * a body valid against the documented schema. Once with a workspace key holding every customer
- * scope, once with a partner key on the partner paths.
+ * scope, once with the operator token on the codec, once with a partner key on the partner paths.
  */
 
 // Generated traffic far exceeds a workspace's 300 calls a minute; the limits have tests of their own.
