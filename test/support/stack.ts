@@ -6,7 +6,9 @@ import * as admin from '../../admin/commands';
 import { QueryTypes } from 'sequelize';
 import { DEFAULT_WEBHOOK_API_VERSION } from '../../domain/events';
 import { mintId, mintTraceId } from '../../domain/ids';
+import { findPartner } from '../../db/partners';
 import { db } from '../../db/sequelize';
+import { insertEndpoint } from '../../db/webhookEndpoints';
 import type { RunInput } from '../../domain/runs';
 import type { StubReply, RecordedRequest } from '../stack/stubProvider';
 
@@ -97,12 +99,21 @@ export interface Tenant {
 export async function listeningPartner(): Promise<string> {
   const partner = await admin.createPartner({ name: 'listener' });
   const key = await admin.createPartnerKey({ partner: partner.id, scopes: 'webhooks:write' });
-  await db().query(
-    `INSERT INTO webhook_endpoints (public_id, partner_id, url, api_version, enabled_events, permitted_events, created_by_key, secret, secret_hint)
-     SELECT :endpoint, p.id, :url, :version, '{}', '{}', k.id, '\\x00', '0000'
-       FROM partners p, api_keys k WHERE p.public_id = :partner AND k.public_id = :key`,
-    { replacements: { endpoint: mintId('webhookEndpoint'), url: 'http://127.0.0.1:9/unheard', partner: partner.id, key: key.id, version: DEFAULT_WEBHOOK_API_VERSION } },
-  );
+  const [{ keyId }] = await db().query<{ keyId: number }>('SELECT id AS "keyId" FROM api_keys WHERE public_id = :key', { replacements: { key: key.id }, type: QueryTypes.SELECT });
+  const { id: partnerId } = (await findPartner(partner.id))!;
+  const endpoint = {
+    publicId: mintId('webhookEndpoint'),
+    partnerId,
+    url: 'http://127.0.0.1:9/unheard',
+    description: '',
+    apiVersion: DEFAULT_WEBHOOK_API_VERSION,
+    enabledEvents: [],
+    permittedEvents: [],
+    createdByKey: keyId,
+    secret: 'never-signs',
+    secretHint: 'igns',
+  };
+  await insertEndpoint(endpoint, 1);
   return partner.id;
 }
 

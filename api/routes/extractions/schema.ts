@@ -1,10 +1,10 @@
 import * as yup from 'yup';
 import { invalidRequest } from '../../../domain/errors';
 import { EXTRACTION_STATUSES } from '../../../domain/extractions';
-import { publicIdPattern } from '../../../domain/ids';
 import { schemaProblem } from '../../../domain/structuredOutput';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
 import { refined } from '../../middleware/validate';
+import { described } from '../../validation/about';
 import { publicIdField } from '../../validation/publicId';
 import { structuredSchema } from '../../validation/structuredSchema';
 import { idFilter, idParam, listQuery, oneOfFilter } from '../../validation/listQuery';
@@ -14,7 +14,7 @@ export const MAX_EXTRACTION_LIMIT = 100;
 
 const createExtraction = yup
   .object({
-    document: publicIdField('document', 'document', 'a document id (doc_…)').required('document is required').meta({ jsonSchema: { pattern: publicIdPattern('document'), description: 'An uploaded document of a type ingestion reads.' } }),
+    document: described(publicIdField('document', 'document', 'a document id (doc_…)').required('document is required'), 'An uploaded document of a type ingestion reads.'),
     schema: structuredSchema().required('schema is required'),
     agent: yup.string().max(200),
     instructions: yup.string().min(1).max(4000, 'instructions must be at most 4000 characters'),

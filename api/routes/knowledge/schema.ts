@@ -1,7 +1,6 @@
 import * as yup from 'yup';
 import { COLLECTION_NAME, COLLECTION_NAME_RULE, INGESTION_STATUSES } from '../../../domain/knowledge';
-import { publicIdPattern } from '../../../domain/ids';
-import { about } from '../../validation/about';
+import { about, described } from '../../validation/about';
 import { publicIdField } from '../../validation/publicId';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
 import { idFilter, idParam, listQuery, oneOfFilter } from '../../validation/listQuery';
@@ -46,7 +45,7 @@ export const SearchKnowledge = {
         .min(1, 'collections must name at least one collection')
         .max(MAX_SEARCH_COLLECTIONS, `collections names at most ${MAX_SEARCH_COLLECTIONS}`),
       limit: yup.number().integer('limit must be an integer').min(1, 'limit must be at least 1').max(MAX_SEARCH_LIMIT, `limit must be at most ${MAX_SEARCH_LIMIT}`),
-      document: publicIdField('document', 'document', 'a document id (doc_…)').meta({ jsonSchema: { pattern: publicIdPattern('document'), description: 'Narrows the search to this document.' } }),
+      document: described(publicIdField('document', 'document', 'a document id (doc_…)'), 'Narrows the search to this document.'),
     })
     .noUnknown(true, 'unknown key: ${unknown}')
     .strict(),

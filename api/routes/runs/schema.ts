@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { about } from '../../validation/about';
+import { about, described } from '../../validation/about';
 import { idFilter, listQuery, once, oneOfFilter } from '../../validation/listQuery';
 
 export const MAX_RUN_LIMIT = 100;
@@ -33,6 +33,6 @@ export const ListRuns = {
     created_after: instant('created_after', 'Created at or after this time.'),
     created_before: instant('created_before', 'Created before this time.'),
     queued_longer_than_ms: once('queued_longer_than_ms', { type: 'integer', minimum: 0, maximum: 9999999999, description: 'Runs that waited in the queue longer than this.' }).test('queued_longer_than_ms', 'queued_longer_than_ms must be a non-negative integer.', (v) => v === undefined || /^[0-9]{1,10}$/.test(v)),
-    reconciled: oneOfFilter('reconciled', ['true', 'false']).meta({ jsonSchema: { type: 'string', enum: ['true', 'false'], description: 'Settled by the reconciler, or not.' } }),
+    reconciled: described(oneOfFilter('reconciled', ['true', 'false']), 'Settled by the reconciler, or not.'),
   }),
 };
