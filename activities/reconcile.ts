@@ -9,6 +9,7 @@ import { describeRun } from '../workflows/agentRun.client';
 import { workflowExists } from '../workflows/startOnce';
 import { failNeverStarted, queuedOlderThan } from '../db/unstartedWork';
 import { settleRun } from './runs';
+import { wakeNextTurn } from './turns';
 import { purgeCancelRequests } from '../db/runCancelRequests';
 import { MAX_RUN_TIMEOUT_MS, RUN_EXECUTION_MARGIN_MS } from '../workflows/timings';
 
@@ -84,10 +85,12 @@ async function releaseAbandonedReservations(client: Client, runIds: string[], mi
   for (const runId of runIds) {
     if ((await runStatus(runId)) !== undefined) continue;
     if ((await describeRun(client, runId))?.state === 'open') continue;
-    const credits = await releaseReservation(runId, minAgeMs);
+    const { credits, conversationId } = await releaseReservation(runId, minAgeMs);
     if (credits === 0) continue;
     logger.warn({ run_id: runId, credits }, 'reconciler released the reservation of a run that never ran');
     released.push(runId);
+    // The hold was a message's turn: the next turn of its conversation may run now.
+    if (conversationId !== null) await wakeNextTurn(conversationId);
   }
   return released;
 }

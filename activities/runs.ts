@@ -15,6 +15,7 @@ import { config } from '../infra/config';
 import { heartbeating } from './bounded';
 import { callModel, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
+import { wakeNextTurn } from './turns';
 import type { PassageRef } from '../domain/knowledge';
 
 export interface BegunRun {
@@ -33,9 +34,10 @@ async function writeMessage(on: Sql, outbox: Outbox, m: { conversation: { id: nu
 
 /**
  * queued → running inside the caller's transaction: the run, its conversation and the caller's
- * message, with their events. Finds (and locks) the run instead when it is already recorded.
+ * message (unless `withoutMessage`), with their events. Finds (and locks) the run instead when it
+ * is already recorded.
  */
-async function recordRun(sql: Sql, input: RunInput): Promise<{ begun: BegunRun; row?: LockedRun }> {
+async function recordRun(sql: Sql, input: RunInput, withoutMessage = false): Promise<{ begun: BegunRun; row?: LockedRun }> {
   const row = await lockRun(input.runId, sql);
   if (row) return { begun: begunRun(row.runKey, { id: row.conversationId, publicId: row.conversationPublicId, internal: row.internal, channel: row.conversationChannel }), row };
   const outbox = outboxOf(input);
@@ -58,7 +60,7 @@ async function recordRun(sql: Sql, input: RunInput): Promise<{ begun: BegunRun; 
     },
     sql,
   );
-  if (conversational(input.kind)) await writeMessage(sql, outbox, { conversation, runKey, role: 'user', content: input.input });
+  if (conversational(input.kind) && !withoutMessage) await writeMessage(sql, outbox, { conversation, runKey, role: 'user', content: input.input });
   outbox.add('agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' });
   await outbox.write(sql);
   return { begun: begunRun(runKey, conversation) };
@@ -198,7 +200,8 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
   const { input } = s;
   const { outcome, begun, recorded, now } = await transaction(async (sql) => {
     // A run whose first call failed before recording it (or was cancelled first) is recorded now, so every path settles.
-    const recordedRun = await recordRun(sql, input);
+    // A queued turn recorded only now never had its turn (cancelled or given up in the queue): its message is not part of the conversation.
+    const recordedRun = await recordRun(sql, input, input.turn !== undefined);
     const { begun, row = { status: 'running', usage: ZERO_USAGE, consumedUsage: null } } = recordedRun;
     const settled = (outcome: RunOutcome, now: boolean) => ({ outcome, begun, recorded: !recordedRun.row, now });
     if (TERMINAL_STATUSES.has(row.status)) return settled({ run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) }, false);
@@ -256,6 +259,8 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     await outbox.write(sql);
     return settled({ run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) }, true);
   });
+  // Its turn has ended (a repeated call tells again, in case the first died before telling).
+  if (input.conversation) await wakeNextTurn(input.conversation.id);
   const stream = new RunEvents(input.runId);
   // A repeated call leaves the stream alone: it has its one terminal event, or, when the call that
   // settled died before writing it, the API derives it from the outcome, which is announced again

@@ -15,6 +15,7 @@ import type { ExecutionRequest } from './validation/runtimeInput';
 import { planRun, type ExecutionTarget, type RunRequester } from './planRun';
 import { awaitedRuns, runAnswers } from '../infra/metrics';
 import { listenForSettlement, outcomeOf, type Settlement } from './settlements';
+import { interruptTurnsBefore } from './cancelRun';
 
 export type { ExecutionTarget } from './planRun';
 
@@ -107,6 +108,7 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     ctx.state.traceId = input.traceId;
     const heard = settlement && (await settlement.ready) ? settlement : undefined;
     const handle = await startRun(client, input);
+    if (target.concurrency === 'interrupt' && input.turn) await interruptTurnsBefore(client, input.turn);
     await answer(ctx, handle, runId, request.options, !resumed, heard);
   } finally {
     settlement?.stop();

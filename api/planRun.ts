@@ -8,7 +8,9 @@ import type { Scope } from '../domain/scopes';
 import { toolSpecs } from '../domain/tools';
 import type { ConversationRecord } from '../db/conversations';
 import { findRunnableAgent, type RunnableAgent } from '../db/agents';
-import { reserveCredits } from '../db/creditReservations';
+import { reserveCredits, reserveTurn } from '../db/creditReservations';
+import { transaction } from '../db/sql';
+import { MAX_OPEN_TURNS, type ConcurrencyPolicy, type TurnRef } from '../domain/turns';
 import { documentExists } from '../db/documents';
 import { documentIndexedIn } from '../db/knowledgeChunks';
 import { collectionExists, collectionName } from '../db/knowledgeCollections';
@@ -20,6 +22,8 @@ export interface ExecutionTarget {
   agentPublicId: string;
   /** Posting a message: the conversation, already resolved in the caller's workspace. */
   conversation?: Pick<ConversationRecord, 'id' | 'publicId' | 'channel'>;
+  /** Posting a message: what to do when earlier turns of the conversation are open (default enqueue). */
+  concurrency?: ConcurrencyPolicy;
 }
 
 /** Who asks for the run: the caller's workspace and scopes, and the request's ids. */
@@ -59,11 +63,32 @@ async function requireReachable(workspaceId: number, resourceId: unknown, plan: 
   return id;
 }
 
+/**
+ * The run's credit hold (false when the balance cannot cover it). A message's hold is also its turn:
+ * the turn to wait for when earlier turns of its conversation are open, refused instead under
+ * `reject` or when the conversation holds MAX_OPEN_TURNS already. A resumed request keeps its turn.
+ */
+async function hold(workspaceId: number, runId: string, credits: number, target: ExecutionTarget): Promise<{ held: boolean; turn?: TurnRef }> {
+  const { conversation } = target;
+  if (!conversation) return { held: await reserveCredits(workspaceId, runId, credits) };
+  return transaction(async (tx) => {
+    const turn = await reserveTurn(workspaceId, runId, credits, conversation.id, tx);
+    if (!turn) return { held: false };
+    if (turn.reserved && turn.ahead.length > 0 && target.concurrency === 'reject') {
+      // Thrown inside the transaction: nothing is held.
+      throw new ServiceError('conversation_busy', 'An earlier turn of this conversation is still running or queued, and this message asked to be refused then (concurrency: reject).');
+    }
+    if (turn.reserved && turn.ahead.length >= MAX_OPEN_TURNS) {
+      throw new ServiceError('conversation_busy', `This conversation already has ${MAX_OPEN_TURNS} turns running or queued; retry once one has finished.`);
+    }
+    return { held: true, ...(turn.ahead.length > 0 && { turn: { conversationId: conversation.id, number: turn.turn } }) };
+  });
+}
 
 /**
  * Everything between an authorized request and its workflow: the agent and its configuration
  * (404/409), the request's resource (403), the recovery point (`begin`, before anything is held),
- * the credit hold of the run's maximum cost (402), and the run's input. Used by the execution
+ * the credit hold of the run's maximum cost (402; a message's turn, 409), and the run's input. Used by the execution
  * endpoints, reports, and the items of runs.batch jobs (in a worker): nothing here knows of Koa.
  */
 export async function planRun(who: RunRequester, request: ExecutionRequest, target: ExecutionTarget, runId: string, begin: () => Promise<void> | undefined): Promise<RunInput> {
@@ -85,7 +110,8 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
     memory: conversational(target.kind) && request.options.memoryPolicy === 'auto',
     knowledge: knowledge.collections.length > 0,
   });
-  if (!(await reserveCredits(workspace.id, runId, maximum))) {
+  const { held, turn } = await hold(workspace.id, runId, maximum, target);
+  if (!held) {
     throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
   }
   return {
@@ -106,5 +132,6 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
     ...(resourceId && { resourceId }),
     options: request.options,
     acceptedAt: Date.now(),
+    ...(turn && { turn }),
   };
 }

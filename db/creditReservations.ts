@@ -4,6 +4,7 @@ import { sql, statement, type Sql } from './sql';
  * credit_reservations: a run's maximum cost, held from its workspace's balance between acceptance and
  * settlement. The settlement (db/runs.ts) gives back what was held less the real cost, in the
  * statement that settles the run; the reconciler gives back what runs that never ran held.
+ * A message's hold is also its turn in the conversation (migration 0022): open while the hold is.
  */
 
 // One statement: the debit happens only if the balance covers it, and only for a run not reserved yet
@@ -14,20 +15,67 @@ const RESERVE = statement(
       WHERE id = $1 AND credits >= $3 AND NOT EXISTS (SELECT 1 FROM credit_reservations WHERE run_public_id = $2)
      RETURNING id
    )
-   INSERT INTO credit_reservations (run_public_id, workspace_id, credits) SELECT $2, $1, $3 FROM debit RETURNING credits`,
+   INSERT INTO credit_reservations (run_public_id, workspace_id, credits, conversation_id) SELECT $2, $1, $3, $4 FROM debit RETURNING turn`,
 );
 // Touched when a resumed request finds its hold, so the reconciler does not take it for abandoned.
-const HELD = statement('UPDATE credit_reservations SET created_at = now() WHERE run_public_id = $1 RETURNING credits');
+const HELD = statement('UPDATE credit_reservations SET created_at = now() WHERE run_public_id = $1 RETURNING turn');
 
-/** Holds `credits` for the run; false when the balance cannot cover them. A run reserved before stays reserved. */
-export async function reserveCredits(workspaceId: number, runId: string, credits: number, on: Sql = sql): Promise<boolean> {
+/** A hold: `reserved` when this call took it, false when it was taken before (a resumed request). */
+interface Hold {
+  turn: number;
+  reserved: boolean;
+}
+
+async function hold(workspaceId: number, runId: string, credits: number, conversationId: number | null, on: Sql): Promise<Hold | undefined> {
   try {
-    if ((await on.rows(RESERVE, [workspaceId, runId, credits])).length > 0) return true;
+    const [taken] = await on.rows<{ turn: string }>(RESERVE, [workspaceId, runId, credits, conversationId]);
+    if (taken) return { turn: Number(taken.turn), reserved: true };
   } catch (err) {
     // A concurrent attempt of the same request reserved first.
     if ((err as { code?: string }).code !== '23505') throw err;
   }
-  return (await on.rows(HELD, [runId])).length > 0;
+  const [found] = await on.rows<{ turn: string }>(HELD, [runId]);
+  return found && { turn: Number(found.turn), reserved: false };
+}
+
+/** Holds `credits` for the run; false when the balance cannot cover them. A run reserved before stays reserved. */
+export async function reserveCredits(workspaceId: number, runId: string, credits: number, on: Sql = sql): Promise<boolean> {
+  return (await hold(workspaceId, runId, credits, null, on)) !== undefined;
+}
+
+// The conversation's row is the turns' lock: holds are numbered in the order they take it, and the
+// statements after it see every hold committed before.
+const LOCK_CONVERSATION = statement('SELECT id FROM conversations WHERE id = $1 FOR UPDATE');
+const TURNS_BEFORE = statement('SELECT run_public_id AS "runId" FROM credit_reservations WHERE conversation_id = $1 AND turn < $2 ORDER BY turn');
+
+/** A message's hold: its turn, and the open turns of its conversation before it (oldest first). */
+export interface Turn extends Hold {
+  conversationId: number;
+  ahead: string[];
+}
+
+/**
+ * Holds `credits` for a message's run as its conversation's next turn; undefined when the balance
+ * cannot cover them. Inside the caller's transaction, so the caller can still refuse the turn.
+ */
+export async function reserveTurn(workspaceId: number, runId: string, credits: number, conversationId: number, tx: Sql): Promise<Turn | undefined> {
+  await tx.rows(LOCK_CONVERSATION, [conversationId]);
+  const held = await hold(workspaceId, runId, credits, conversationId, tx);
+  if (!held) return undefined;
+  const ahead = (await tx.rows<{ runId: string }>(TURNS_BEFORE, [conversationId, held.turn])).map((r) => r.runId);
+  return { ...held, conversationId, ahead };
+}
+
+/** The open turns of the conversation before `turn`, oldest first. */
+export async function openTurnsBefore(conversationId: number, turn: number, on: Sql = sql): Promise<string[]> {
+  return (await on.rows<{ runId: string }>(TURNS_BEFORE, [conversationId, turn])).map((r) => r.runId);
+}
+
+const FIRST_TURN = statement('SELECT run_public_id AS "runId" FROM credit_reservations WHERE conversation_id = $1 ORDER BY turn LIMIT 1');
+
+/** The conversation's oldest open turn: the one that may run now. */
+export async function firstOpenTurn(conversationId: number, on: Sql = sql): Promise<string | undefined> {
+  return (await on.rows<{ runId: string }>(FIRST_TURN, [conversationId]))[0]?.runId;
 }
 
 const STALE = statement(
@@ -47,13 +95,17 @@ export async function staleReservations(minAgeMs: number, after: string, limit: 
 // Only if still old: a hold touched since it was looked at belongs to a run that is starting.
 const RELEASE = statement(
   `WITH released AS (
-     DELETE FROM credit_reservations WHERE run_public_id = $1 AND created_at < now() - make_interval(secs => $2) RETURNING workspace_id, credits
+     DELETE FROM credit_reservations WHERE run_public_id = $1 AND created_at < now() - make_interval(secs => $2) RETURNING workspace_id, credits, conversation_id
    )
-   UPDATE workspaces w SET credits = w.credits + released.credits FROM released WHERE w.id = released.workspace_id RETURNING released.credits`,
+   UPDATE workspaces w SET credits = w.credits + released.credits FROM released WHERE w.id = released.workspace_id
+   RETURNING released.credits, released.conversation_id AS "conversationId"`,
 );
 
-/** Gives a run's reservation back whole (the run never ran) if it is still older than `minAgeMs`; 0 when nothing was given back. */
-export async function releaseReservation(runId: string, minAgeMs: number, on: Sql = sql): Promise<number> {
-  const [row] = await on.rows<{ credits: number }>(RELEASE, [runId, minAgeMs / 1000]);
-  return row?.credits ?? 0;
+/**
+ * Gives a run's reservation back whole (the run never ran) if it is still older than `minAgeMs`:
+ * what was given back (0 when nothing was), and the conversation whose turn it ended.
+ */
+export async function releaseReservation(runId: string, minAgeMs: number, on: Sql = sql): Promise<{ credits: number; conversationId: number | null }> {
+  const [row] = await on.rows<{ credits: string; conversationId: string | null }>(RELEASE, [runId, minAgeMs / 1000]);
+  return { credits: Number(row?.credits ?? 0), conversationId: row?.conversationId == null ? null : Number(row.conversationId) };
 }

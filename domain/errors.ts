@@ -6,6 +6,8 @@ export const ERROR_TABLE = {
   agent_not_available: { http: 409, runStatus: 'failed' },
   agent_not_found: { http: 404, runStatus: 'failed' },
   authentication_error: { http: 401, runStatus: 'failed' },
+  // Not in the spec's table: a message refused (or a queued turn given up) while its conversation's earlier turns are open (docs/api.md, "Turns in order").
+  conversation_busy: { http: 409, runStatus: 'failed' },
   conversation_not_found: { http: 404, runStatus: 'failed' },
   // Not in the spec's table (its documents and knowledge shapes are "not shown"): the same kinds of
   // answer as its own codes, for documents, ingestions and transfer grants (docs/api.md, "Documents").

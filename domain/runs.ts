@@ -1,5 +1,6 @@
 import type { AgentConfig } from './agents';
 import type { ErrorCode, RunStatus } from './errors';
+import type { TurnRef } from './turns';
 import type { Usage } from './usage';
 
 /**
@@ -75,6 +76,8 @@ export interface RunInput {
   acceptedAt: number;
   /** The job whose item this run is: its webhook events carry it as `correlation.job_id`. */
   jobId?: string;
+  /** Turns of its conversation were open when the message was accepted: the run starts after they settle. */
+  turn?: TurnRef;
 }
 
 export interface RunResponse {

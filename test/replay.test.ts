@@ -10,7 +10,9 @@ import { Worker } from '@temporalio/worker';
 import { TEMPORAL_CLI } from '../workers/temporalDevServer';
 import { workflowBundle, workflowSinks } from '../workers/workflowBundle';
 import * as admin from '../admin/commands';
-import { call, closeAll, scriptModel, startApi, tenant } from './support/stack';
+import { QueryTypes } from 'sequelize';
+import { db } from '../db/sequelize';
+import { call, closeAll, heldRequests, releaseHeld, scriptModel, startApi, tenant, until } from './support/stack';
 import { allFrames, frames, openStream } from './support/sse';
 import { ingest, uploadedDocument } from './support/documents';
 
@@ -149,6 +151,23 @@ if (process.env.RECORD_HISTORIES) {
         receiver.close();
       }
     });
+    it('queued turn', async () => {
+      // A message posted while the conversation's first turn runs: it looks, waits, is woken by the first's end, then runs.
+      const t = await tenant({ scopes: ['conversations:create', 'messages:create'] });
+      const conv = (await call(api.url, 'POST', '/api/v2/conversations', { key: t.key, body: { agent: t.agent } })).body.id;
+      await scriptModel(t.model, [{ text: 'first', hold: true }, { text: 'second' }]);
+      const post = (input: string) => call(api.url, 'POST', `/api/v2/conversations/${conv}/messages`, { key: t.key, body: { input } });
+      const first = post('one');
+      await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the first turn');
+      const second = post('two');
+      const holds = () => db().query<{ run: string }>('SELECT run_public_id AS run FROM credit_reservations r JOIN conversations c ON c.id = r.conversation_id WHERE c.public_id = :conv ORDER BY turn', { replacements: { conv }, type: QueryTypes.SELECT });
+      const queued = await until(async () => (await holds())[1]?.run, 'the second turn');
+      await until(async () => ((await client.workflow.getHandle(queued).fetchHistory()).events ?? []).some((e) => e.timerStartedEventAttributes) || undefined, 'the second turn waiting');
+      await releaseHeld(t.model);
+      await first;
+      await second;
+      await record('queued-turn', queued);
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -161,7 +180,7 @@ if (process.env.RECORD_HISTORIES) {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
     // Kept, not re-recorded: plain-settled-by-workflow, a run begun before its first call could settle it (a local activity after
     // the call), and cancel-without-cancel-record, a run cancelled before cancels were recorded.
-    expect(names.sort()).toEqual(['cancel-without-cancel-record', 'cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain-settled-by-workflow', 'plain', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel-without-cancel-record', 'cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain-settled-by-workflow', 'plain', 'queued-turn', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows'), traced), sinks: workflowSinks(traced), dataConverter }, histories)) {

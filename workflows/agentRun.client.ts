@@ -1,6 +1,6 @@
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { RunInput } from '../domain/runs';
-import { RUN_QUEUE, runStartOptions, type AgentRunWorkflow, type QueuedRunMemo } from './agentRun.options';
+import { RUN_QUEUE, runStartOptions, turnEnded, type AgentRunWorkflow, type QueuedRunMemo } from './agentRun.options';
 import { SEARCH_ATTRIBUTES } from './registry';
 import { sharesWorkerConnection } from '../infra/temporalClient';
 
@@ -35,6 +35,15 @@ export async function startRun(client: Client, input: RunInput, options: { taskQ
 
 export function runHandle(client: Client, runId: string): RunHandle {
   return client.workflow.getHandle<AgentRunWorkflow>(runId);
+}
+
+/** Tells a queued turn that a turn of its conversation ended; a run that is over or never started needs no telling. */
+export async function wakeTurn(client: Client, runId: string): Promise<void> {
+  try {
+    await runHandle(client, runId).signal(turnEnded);
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND))) throw err;
+  }
 }
 
 export type RunWorkflowState = 'open' | 'completed' | 'cancelled' | 'ended';

@@ -1,3 +1,4 @@
+import { defineSignal } from '@temporalio/workflow';
 import type { RunInput, RunOutcome, RunResponse } from '../domain/runs';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { runDescribed } from './summaries';
@@ -8,6 +9,9 @@ import { RUN_EXECUTION_MARGIN_MS } from './timings';
  * reconciler's activity calls too) type their handles with it, so no activity imports the workflow.
  */
 export type AgentRunWorkflow = (input: RunInput) => Promise<RunOutcome>;
+
+/** Sent to a queued turn when a turn of its conversation ends: it looks whether it is next. */
+export const turnEnded = defineSignal('turnEnded');
 
 /** The queue agentRun workflows run on. */
 export const RUN_QUEUE: TaskQueue = 'agent-runs';

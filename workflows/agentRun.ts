@@ -3,9 +3,11 @@ import {
   ActivityFailure,
   ApplicationFailure,
   CancellationScope,
+  condition,
   isCancellation,
   patched,
   proxyActivities,
+  setHandler,
   TimeoutFailure,
   type RetryPolicy,
 } from '@temporalio/workflow';
@@ -14,7 +16,9 @@ import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
 import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
-import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS } from './timings';
+import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from './timings';
+import { turnEnded } from './agentRun.options';
+import type { TurnRef } from '../domain/turns';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
 import { namedLocalActivities } from './namedActivities';
@@ -56,9 +60,9 @@ const PARALLEL_TOOLS_PATCH = 'parallel-tool-calls';
  * settles even after a long database outage; one that never does (terminated, timed out) is
  * settled by the reconciler instead.
  */
-const { settleRun, emitRunEvent, recordRunCancel } = namedLocalActivities(
+const { settleRun, emitRunEvent, recordRunCancel, turnIsNext } = namedLocalActivities(
   { startToCloseTimeout: '10s', retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' } },
-  { settleRun: 'settle: status, ledger, log and events', emitRunEvent: 'stream event', recordRunCancel: 'record the cancel' },
+  { settleRun: 'settle: status, ledger, log and events', emitRunEvent: 'stream event', recordRunCancel: 'record the cancel', turnIsNext: 'is it this turn’s turn' },
 );
 
 function handoffReason(args: string): string {
@@ -104,7 +108,7 @@ async function oneAfterAnother<R>(calls: ToolCall[], use: (call: ToolCall) => Pr
 class DeadlinePassed extends Error {}
 
 /**
- * One run of an agent: queued → running (recorded by startRun, with the first model call) →
+ * One run of an agent: queued (behind earlier turns of its conversation, if any) → running (recorded by startRun, with the first model call) →
  * completed, or → failed / blocked with an error code from the table, or → cancelled when asked to
  * stop. Every path settles exactly once (settleRun).
  */
@@ -242,7 +246,30 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     }
   }
 
+  /**
+   * queued, behind earlier turns of the conversation: waits until none is open. Woken by each one's
+   * end (turnEnded), and looks again every TURN_RECHECK_MS whatever happens; gives up after
+   * TURN_WAIT_LIMIT_MS. The run's timeout_ms starts when its turn does.
+   */
+  async function awaitTurn(turn: TurnRef): Promise<Failure | undefined> {
+    let woken = false;
+    setHandler(turnEnded, () => void (woken = true));
+    const since = Date.now();
+    for (;;) {
+      // Cleared before the look, so an end signalled during it is not missed.
+      woken = false;
+      if (await turnIsNext(turn)) break;
+      const left = since + TURN_WAIT_LIMIT_MS - Date.now();
+      if (left <= 0) return { code: 'conversation_busy', message: `The earlier turns of this conversation did not end within ${TURN_WAIT_LIMIT_MS / 60_000} minutes.` };
+      await condition(() => woken, Math.min(TURN_RECHECK_MS, left));
+    }
+    deadline.at = Date.now() + input.options.timeoutMs;
+    return undefined;
+  }
+
   async function respond(): Promise<OutputItem[] | Failure> {
+    const waited = input.turn && (await awaitTurn(input.turn));
+    if (waited) return waited;
     const refused = await retrieve();
     if (refused) return refused;
     let reply = await ask();

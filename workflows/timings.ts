@@ -35,6 +35,19 @@ export const TOOL_ATTEMPT_TIMEOUT_MS = TOOL_REQUEST_TIMEOUT_MS + 5_000;
 export const RUN_EXECUTION_MARGIN_MS = 30 * 60_000;
 
 /**
+ * A queued turn looks whether it is next when a turn of its conversation ends (a signal), and this
+ * often regardless, in case the signal was never sent (a turn whose run never started ends when the
+ * reconciler gives its hold back, which also signals; a settlement that died before signalling).
+ */
+export const TURN_RECHECK_MS = 30_000;
+
+/**
+ * A queued turn waits at most this long for the turns before it, then fails (conversation_busy):
+ * inside its workflow's execution margin, so it settles itself rather than being timed out.
+ */
+export const TURN_WAIT_LIMIT_MS = RUN_EXECUTION_MARGIN_MS - 5 * 60_000;
+
+/**
  * A non-streamed request waits for its run at most timeout_ms plus this (queueing and bookkeeping);
  * after it the API answers 202 with the run as it stands, and the caller polls GET /runs/{id}.
  * Configurable with API_WAIT_GRACE_MS.

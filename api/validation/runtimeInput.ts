@@ -2,6 +2,7 @@ import * as yup from 'yup';
 import { invalidRequest } from '../../domain/errors';
 import type { Attachment, ResponseFormat, RunInput, RunOptions } from '../../domain/runs';
 import { schemaProblem } from '../../domain/structuredOutput';
+import { CONCURRENCY_POLICIES, type ConcurrencyPolicy } from '../../domain/turns';
 import { parse, refined, validated } from '../middleware/validate';
 import { about } from './about';
 import { structuredSchema } from './structuredSchema';
@@ -217,6 +218,21 @@ export const ExecutionBody = refined(executionBody, readExecutionRequest);
 export const ExecutionBodyNamingAgent = refined(
   executionBody.shape({ agent: yup.string().required('agent is required.').max(200) }),
   (body) => readExecutionRequest(body) as ExecutionRequest & { agent: string },
+);
+
+/** POST /api/v2/conversations/{id}/messages: the execution body, and what the message does while earlier turns are open. */
+export const MessageBody = refined(
+  executionBody.shape({
+    concurrency: yup
+      .string()
+      .oneOf(CONCURRENCY_POLICIES)
+      .meta(
+        about(
+          'While earlier turns of the conversation are running or queued: `enqueue` (the default) waits for them and runs in arrival order; `reject` refuses the message with 409 `conversation_busy`; `interrupt` cancels them (each settles `cancelled`) and runs next. A conversation holds at most 10 open turns.',
+        ),
+      ),
+  }),
+  (body) => ({ ...readExecutionRequest(body), concurrency: (body.concurrency ?? 'enqueue') as ConcurrencyPolicy }),
 );
 
 /** An execution body outside a request (a runs.batch job's item). */

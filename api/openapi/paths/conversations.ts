@@ -53,12 +53,13 @@ export const conversations: Resource = {
       post: operation('post', {
         id: 'createMessage',
         summary: 'Post a message (runs the conversation\'s agent)',
-        description: 'Runs the conversation\'s assistant on a new message; the stream contract is the one of every execution endpoint. A different `agent` in the body is a 400; a conversation without an assistant is 409 `agent_not_available`.',
+        description:
+          'Runs the conversation\'s assistant on a new message; the stream contract is the one of every execution endpoint. A different `agent` in the body is a 400; a conversation without an assistant is 409 `agent_not_available`. Turns of one conversation run one at a time, in arrival order: while earlier turns are open, `concurrency` says whether the message waits (a queued run), is refused (409 `conversation_busy`) or interrupts them.',
         tag: 'Execution',
         access: { credential: 'workspace', scopes: ['messages:create'] },
         request: PostMessage,
         responses: executionResponses(),
-        errors: [...EXECUTION_ERRORS, 'conversation_not_found'],
+        errors: [...EXECUTION_ERRORS, 'conversation_not_found', 'conversation_busy'],
       }),
       get: operation('get', {
         id: 'listMessages',

@@ -74,7 +74,7 @@ export function conversationsRoutes(router: Router<AppState>): void {
       const agent = conversation.agentPublicId;
       if (!agent) throw new ServiceError('agent_not_available', 'This conversation has no assistant.');
       if (body.agent !== undefined && body.agent !== agent) throw invalidRequest('agent is taken from the conversation; a different agent in the body is refused.');
-      await execute(ctx, body, { kind: 'message', agentPublicId: agent, conversation });
+      await execute(ctx, body, { kind: 'message', agentPublicId: agent, conversation, concurrency: body.concurrency });
     },
   );
 

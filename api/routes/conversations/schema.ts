@@ -1,7 +1,7 @@
 import * as yup from 'yup';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
 import { about } from '../../validation/about';
-import { ExecutionBody, runtimeInputSchema } from '../../validation/runtimeInput';
+import { MessageBody, runtimeInputSchema } from '../../validation/runtimeInput';
 
 const conversationParams = yup.object({ id: yup.string().required().meta(about('The conversation id (`conv_…`).')) });
 
@@ -19,8 +19,8 @@ export const CreateConversation = {
 
 export const ReadConversation = { params: conversationParams };
 
-/** POST /api/v2/conversations/{id}/messages: the runtime input; the agent comes from the conversation. */
-export const PostMessage = { params: conversationParams, body: ExecutionBody, headers: IDEMPOTENCY_HEADERS };
+/** POST /api/v2/conversations/{id}/messages: the runtime input and the turn's concurrency; the agent comes from the conversation. */
+export const PostMessage = { params: conversationParams, body: MessageBody, headers: IDEMPOTENCY_HEADERS };
 
 /** Message list paging: `after` a message id, `limit` 1-100 (above 100 is refused, not clamped). */
 export const ListMessages = {
