@@ -6,6 +6,7 @@ export { failUnstartedWork, purgeCancelRecords, settleAbandonedRuns } from './re
 export { beginIngestion, completeIngestion, failIngestion, indexDocument } from './knowledge';
 export { retrieveKnowledge } from './retrieval';
 export { reportSettled, reportStarted } from './reports';
+export { fireSchedule } from './schedules';
 export { beginExtraction, extractionProgress, holdSegmentCredits, settleExtraction } from './extractions';
 export { awaitIngestion, finishJob, finishJobItem, jobWindow, startJobItem } from './jobs';
 export { dispatchOutbox } from './outbox';

@@ -1,7 +1,7 @@
 import { ServiceError } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { ITEM_SCOPE, jobOutcome, type JobType } from '../domain/jobs';
-import { isRole, ROLE_SCOPES } from '../domain/members';
+import { creatorHolds } from '../domain/creators';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import type { Scope } from '../domain/scopes';
 import { releaseReservation } from '../db/creditReservations';
@@ -82,14 +82,8 @@ export async function startJobItem(s: { jobId: string; type: JobType; params: Re
  * fails permission_denied). Jobs created before creators were recorded name none and go on.
  */
 async function requireCreatorScope(jobKey: number, type: JobType): Promise<void> {
-  const creator = await jobCreator(jobKey);
   const scope = ITEM_SCOPE[type];
-  const holds =
-    !creator ||
-    (creator.keyLive === null && creator.memberLive === null) ||
-    (creator.keyLive === true && (creator.keyScopes ?? []).includes(scope)) ||
-    (creator.memberLive === true && creator.memberRole !== null && isRole(creator.memberRole) && ROLE_SCOPES[creator.memberRole].includes(scope));
-  if (!holds) throw new ServiceError('permission_denied', `The credential that created this job no longer holds "${scope}" (revoked, expired or changed): its remaining items do not run.`);
+  if (!creatorHolds(await jobCreator(jobKey), scope)) throw new ServiceError('permission_denied', `The credential that created this job no longer holds "${scope}" (revoked, expired or changed): its remaining items do not run.`);
 }
 
 /** The item's outcome, from its run's outcome or its ingestion's or extraction's record. */

@@ -16,6 +16,7 @@ import { documentsRoutes } from './routes/documents/documents';
 import { documentTransfersRoutes } from './routes/documentTransfers/documentTransfers';
 import { extractionsRoutes } from './routes/extractions/extractions';
 import { jobsRoutes } from './routes/jobs/jobs';
+import { schedulesRoutes } from './routes/schedules/schedules';
 import { knowledgeRoutes } from './routes/knowledge/knowledge';
 import { reportsRoutes } from './routes/reports/reports';
 import { healthRoutes } from './routes/health/health';
@@ -46,6 +47,7 @@ function routers(): { rawBody: Router<AppState>; json: Router<AppState> } {
   reportsRoutes(router);
   extractionsRoutes(router);
   jobsRoutes(router);
+  schedulesRoutes(router);
   webhooksRoutes(router);
   partnerWebhooksRoutes(router);
   openapiRoutes(router);

@@ -1,3 +1,4 @@
+import type { Creator } from '../domain/creators';
 import type { ItemStatus, JobCounts, JobFields, JobStatus, JobType } from '../domain/jobs';
 import { sql, statement, transaction, type Sql } from './sql';
 
@@ -131,17 +132,7 @@ export async function finishJobRecord(jobKey: number, status: JobStatus, on: Sql
   await on.rowCount(FINISH, [jobKey, status]);
 }
 
-export interface JobCreator {
-  /** The creating key's scopes and whether it is neither revoked nor expired; null when a member created the job. */
-  keyScopes: string[] | null;
-  keyLive: boolean | null;
-  /** The creating member's role and whether the member is not revoked; null when a key created the job. */
-  memberRole: string | null;
-  memberLive: boolean | null;
-}
-
-/** Who created the job, as they stand now (jobs created before creators were recorded: all null). */
-export async function jobCreator(jobKey: number, on: Sql = sql): Promise<JobCreator | undefined> {
-  const [row] = await on.rows<JobCreator>(CREATOR, [jobKey]);
+export async function jobCreator(jobKey: number, on: Sql = sql): Promise<Creator | undefined> {
+  const [row] = await on.rows<Creator>(CREATOR, [jobKey]);
   return row;
 }

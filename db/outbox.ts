@@ -13,6 +13,7 @@ export interface Correlation {
   requestId: string;
   traceId: string;
   jobId?: string;
+  scheduleId?: string;
 }
 
 /**
@@ -53,7 +54,13 @@ export class Outbox {
         tenant_ref: this.tenant.tenantRef ?? '',
         partner: this.tenant.partnerPublicId ?? '',
         data: { object },
-        correlation: { request_id: this.correlation.requestId, trace_id: this.correlation.traceId, job_id: this.correlation.jobId ?? '' },
+        correlation: {
+          request_id: this.correlation.requestId,
+          trace_id: this.correlation.traceId,
+          job_id: this.correlation.jobId ?? '',
+          // Only on a scheduled run's events: nothing changes for anyone else's.
+          ...(this.correlation.scheduleId && { schedule_id: this.correlation.scheduleId }),
+        },
       },
     });
   }

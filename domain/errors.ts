@@ -35,6 +35,8 @@ export const ERROR_TABLE = {
   rate_limited: { http: 429, runStatus: 'blocked' },
   report_not_found: { http: 404, runStatus: 'failed' },
   run_not_found: { http: 404, runStatus: 'failed' },
+  // Not in the spec's table: schedules are beyond it (docs/api.md, "Schedules").
+  schedule_not_found: { http: 404, runStatus: 'failed' },
   // Not in the spec's table: a dependency the request cannot safely go without (Redis for rate limits) is down.
   service_unavailable: { http: 503, runStatus: 'failed' },
   storage_quota_exceeded: { http: 409, runStatus: 'failed' },

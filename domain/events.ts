@@ -10,7 +10,7 @@ export interface EventEnvelope {
   tenant_ref: string;
   partner: string;
   data: { object: Record<string, unknown> };
-  correlation: { request_id: string; trace_id: string; job_id: string };
+  correlation: { request_id: string; trace_id: string; job_id: string; schedule_id?: string };
 }
 
 export interface EventKind {
@@ -40,6 +40,12 @@ export const EVENT_CATALOGUE = {
   'agent.run.started': { resource: 'run', scope: 'agents:read', preview: false, fires_when: 'A run begins (any kind: response, agent run, message, report, extraction).' },
   'agent.run.completed': { resource: 'run', scope: 'agents:read', preview: false, fires_when: 'A run settles as completed.' },
   'agent.run.failed': { resource: 'run', scope: 'agents:read', preview: false, fires_when: 'A run settles as failed, cancelled or blocked.' },
+  'schedule.run_blocked': {
+    resource: 'schedule_firing',
+    scope: 'schedules:read',
+    preview: false,
+    fires_when: "A schedule fired and its workspace's balance did not cover the run: no run started, and the schedule goes on.",
+  },
   'usage.threshold_reached': { resource: 'usage', scope: 'usage:read', preview: false, fires_when: "A run's settlement takes the workspace's credit balance below its usage threshold." },
 } as const satisfies Record<string, EventKind>;
 

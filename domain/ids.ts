@@ -1,5 +1,5 @@
-import { randomBytes, randomFillSync } from 'node:crypto';
-import { monotonicFactory } from 'ulid';
+import { createHash, randomBytes, randomFillSync } from 'node:crypto';
+import { encodeTime, monotonicFactory } from 'ulid';
 
 // ulid draws one random number per character; a crypto call for each was a measurable share of a
 // cheap request, so the same cryptographic randomness is drawn from a buffer refilled 4 KiB at a time.
@@ -38,12 +38,26 @@ export const ID_PREFIX = {
   collection: 'col_',
   chunk: 'chk_',
   member: 'mem_',
+  schedule: 'sch_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;
 
 export function mintId(kind: IdKind): string {
   return ID_PREFIX[kind] + ulid().toLowerCase();
+}
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/**
+ * An id of this kind derived from `name` rather than drawn: the same name always gives the same id,
+ * a ULID whose time is `at` (so it sorts with minted ids) and whose randomness is the name's hash.
+ */
+export function derivedId(kind: IdKind, name: string, at: number): string {
+  const hash = createHash('sha256').update(name).digest();
+  let random = '';
+  for (let i = 0; i < 16; i++) random += CROCKFORD[hash[i] & 31];
+  return ID_PREFIX[kind] + encodeTime(at, 10).toLowerCase() + random;
 }
 
 /** W3C trace id: 32 lowercase hex characters, never all zero. */

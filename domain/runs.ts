@@ -76,6 +76,8 @@ export interface RunInput {
   acceptedAt: number;
   /** The job whose item this run is: its webhook events carry it as `correlation.job_id`. */
   jobId?: string;
+  /** The schedule whose firing this run is: its webhook events carry it as `correlation.schedule_id`. */
+  scheduleId?: string;
   /** Turns of its conversation were open when the message was accepted: the run starts after they settle. */
   turn?: TurnRef;
 }

@@ -168,6 +168,17 @@ if (process.env.RECORD_HISTORIES) {
       await second;
       await record('queued-turn', queued);
     });
+    it('scheduled run', async () => {
+      // One firing of a schedule: planned, then its run as a child.
+      const t = await tenant({ scopes: ['schedules:write', 'agents:run'] });
+      const schedule = (await call(api.url, 'POST', '/api/v2/schedules', { key: t.key, body: { agent: t.agent, run: { input: 'digest' }, interval_seconds: 3600 } })).body.id;
+      await client.schedule.getHandle(schedule).trigger();
+      const firing = await until(async () => {
+        for await (const w of client.workflow.list({ query: `TemporalScheduledById = '${schedule}'` })) return w.workflowId;
+        return undefined;
+      }, 'the firing');
+      await record('scheduled-run', firing);
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -180,7 +191,7 @@ if (process.env.RECORD_HISTORIES) {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
     // Kept, not re-recorded: plain-settled-by-workflow, a run begun before its first call could settle it (a local activity after
     // the call), and cancel-without-cancel-record, a run cancelled before cancels were recorded.
-    expect(names.sort()).toEqual(['cancel-without-cancel-record', 'cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain-settled-by-workflow', 'plain', 'queued-turn', 'reconcile', 'repair', 'report', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['cancel-without-cancel-record', 'cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain-settled-by-workflow', 'plain', 'queued-turn', 'reconcile', 'repair', 'report', 'scheduled-run', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows'), traced), sinks: workflowSinks(traced), dataConverter }, histories)) {

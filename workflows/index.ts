@@ -4,6 +4,7 @@ export { job } from './job';
 export { knowledgeIngestion } from './knowledgeIngestion';
 export { reconcileRuns } from './reconcileRuns';
 export { report } from './report';
+export { scheduledRun } from './scheduledRun';
 export { outboxDispatcher } from './outboxDispatcher';
 export { webhookDelivery } from './webhookDelivery';
 export { webhookRecovery } from './webhookRecovery';

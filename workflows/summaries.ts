@@ -47,7 +47,7 @@ const correlation = (c: Correlation) => ({ request_id: c.requestId, trace_id: c.
 /** `run · agent "helper" v3 · agent_run · ws_…`, its details the request and trace ids. */
 export function runDescribed(input: RunInput): Described {
   const agent = input.agent.name ? `agent "${input.agent.name}" v${input.agent.version}` : `${input.agent.publicId} v${input.agent.version}`;
-  return described(['run', agent, input.kind, input.workspace.publicId], { agent: input.agent.publicId, ...correlation(input), job: input.jobId });
+  return described(['run', agent, input.kind, input.workspace.publicId], { agent: input.agent.publicId, ...correlation(input), job: input.jobId, schedule: input.scheduleId });
 }
 
 /** A piece of background work of a workspace: `report · ws_…`, `job runs.batch · ws_…`, and so on. */

@@ -11,6 +11,7 @@ import { documentTransfers } from './paths/documentTransfers';
 import { extractions } from './paths/extractions';
 import { health } from './paths/health';
 import { jobs } from './paths/jobs';
+import { schedules } from './paths/schedules';
 import { knowledge } from './paths/knowledge';
 import { logs } from './paths/logs';
 import { mcp } from './paths/mcp';
@@ -26,7 +27,7 @@ import { securitySchemes } from './security';
 import { webhooks } from './webhooks';
 
 /** One module per route folder (api/routes/<r>/), in the order the reference lists them. */
-const RESOURCES: Resource[] = [responses, agents, conversations, runs, documents, documentTransfers, knowledge, reports, extractions, jobs, logs, usage, catalogue, partnerWebhooks, mcp, health, metrics, codec, openapi];
+const RESOURCES: Resource[] = [responses, agents, conversations, runs, documents, documentTransfers, knowledge, reports, extractions, jobs, schedules, logs, usage, catalogue, partnerWebhooks, mcp, health, metrics, codec, openapi];
 
 const TAGS = [
   { name: 'Execution', description: 'Run an agent: statelessly, on a structured payload, or in a conversation; as JSON or as an event stream.' },
@@ -39,6 +40,7 @@ const TAGS = [
   { name: 'Reports', description: 'An agent does a task once; the answer is kept.' },
   { name: 'Extractions', description: 'Structured data drawn from a document.' },
   { name: 'Jobs', description: 'Queued work over many items.' },
+  { name: 'Schedules', description: 'Runs on a cron expression or an interval (beyond the spec).' },
   { name: 'Logs', description: 'Execution metadata, never transcript content.' },
   { name: 'Usage', description: 'The credit balance and what was billed.' },
   { name: 'Partner webhooks', description: 'A partner\'s webhook endpoints and their deliveries (v1 paths, partner keys).' },

@@ -24,6 +24,13 @@ const OBJECTS: Record<(typeof EVENT_CATALOGUE)[EventType]['resource'], JsonSchem
   ),
   usage: closed({ workspace: publicId('workspace'), balance: integer({ description: 'Credits left.' }), threshold: integer() }),
   lead: anyObject('Preview: the field layout is not fixed yet.'),
+  schedule_firing: closed({
+    object: constant('schedule_firing'),
+    schedule: publicId('schedule'),
+    agent: string(),
+    fired_at: timestamp('When the schedule fired.'),
+    error: closed({ code: ref('ErrorCode'), message: string() }),
+  }),
 };
 
 const envelope = (type: EventType): JsonSchema =>
@@ -37,7 +44,10 @@ const envelope = (type: EventType): JsonSchema =>
       tenant_ref: string({ description: 'The partner\'s own identifier for the merchant.' }),
       partner: string({ description: 'Partner identifier.' }),
       data: closed({ object: OBJECTS[EVENT_CATALOGUE[type].resource] }),
-      correlation: closed({ request_id: string(), trace_id: string(), job_id: string({ description: 'May be empty.' }) }),
+      correlation: closed(
+        { request_id: string(), trace_id: string(), job_id: string({ description: 'May be empty.' }), schedule_id: publicId('schedule', 'Only on the events of a schedule\'s firing (its run\'s, and schedule.run_blocked).') },
+        { optional: ['schedule_id'] },
+      ),
     },
     { description: 'The webhook event envelope.' },
   );

@@ -1,0 +1,149 @@
+import Router from '@koa/router';
+import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
+import { mintId } from '../../../domain/ids';
+import { scheduleObject } from '../../../domain/schedules';
+import type { RunInput } from '../../../domain/runs';
+import { findAgentInWorkspace } from '../../../db/agents';
+import { deleteSchedule, findSchedule, insertSchedule, schedulePage, updateSchedule, type ScheduleRow } from '../../../db/schedules';
+import { transaction, type Sql } from '../../../db/sql';
+import { temporal } from '../../../infra/temporalClient';
+import { createRunSchedule, deleteRunSchedule, updateRunSchedule } from '../../../workflows/scheduledRun.client';
+import { requireScope } from '../../credentials';
+import { authorize, workspaceOf } from '../../middleware/auth';
+import { idempotent } from '../../middleware/idempotent';
+import { validate, type Input } from '../../middleware/validate';
+import type { AppState } from '../../state';
+import { notFound } from '../../tenancy';
+import { CreateSchedule, DeleteSchedule, ListSchedules, ReadSchedule, UpdateSchedule } from './schema';
+
+/**
+ * Writes the row and its Temporal Schedule together: `write` runs in the transaction, then `sync`
+ * brings the Schedule to the row before the commit, so a Schedule Temporal refuses (a cron
+ * expression it cannot read: a 400) leaves nothing behind.
+ */
+async function inStep(write: (tx: Sql) => Promise<ScheduleRow | undefined>, sync: (client: Client, row: ScheduleRow) => Promise<void>): Promise<ScheduleRow | undefined> {
+  const client = await temporal();
+  return transaction(async (tx) => {
+    const row = await write(tx);
+    if (row) await sync(client, row);
+    return row;
+  });
+}
+
+/** Creates the Temporal Schedule, or brings it to the row when a resumed request created it before. */
+async function createOrUpdate(client: Client, row: ScheduleRow, workspace: RunInput['workspace']): Promise<void> {
+  try {
+    await createRunSchedule(client, row, workspace);
+  } catch (err) {
+    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+    await updateRunSchedule(client, row, workspace);
+  }
+}
+
+/** Schedules: an agent's run on a cron expression or an interval, each firing an ordinary run (beyond the spec). */
+export function schedulesRoutes(router: Router<AppState>): void {
+  router.post<{ input: Input<typeof CreateSchedule> }>(
+    '/api/v2/schedules',
+    validate(CreateSchedule),
+    authorize({ scopes: ['schedules:write'], endpoint: 'schedules_create' }),
+    idempotent('Idempotent-Replay'),
+    async (ctx) => {
+      const { body } = ctx.state.input;
+      const principal = ctx.state.principal!;
+      // Each firing runs the agent as its creator: creating one needs what running it needs.
+      requireScope(principal, ['agents:run']);
+      const workspace = workspaceOf(principal);
+      const agent = await findAgentInWorkspace(workspace.id, body.agent);
+      if (!agent) throw notFound('agent_not_found');
+      const resumed = ctx.state.recovery?.resumed;
+      const earlier = resumed ? await findSchedule(workspace.id, resumed) : undefined;
+      const id = resumed ?? mintId('schedule');
+      if (!earlier) await ctx.state.recovery?.begin(id);
+      const row =
+        earlier ??
+        (await inStep(
+          (tx) =>
+            insertSchedule(
+              {
+                publicId: id,
+                workspaceId: workspace.id,
+                agentPublicId: agent.publicId,
+                run: body.run,
+                cron: body.cron ?? null,
+                intervalSeconds: body.intervalSeconds ?? null,
+                timezone: body.timezone ?? 'UTC',
+                overlap: body.overlap ?? 'skip',
+                paused: body.paused ?? false,
+                createdBy: { keyKey: principal.keyKey, memberKey: principal.memberKey },
+                requestId: ctx.state.requestId,
+              },
+              tx,
+            ),
+          (client, written) => createOrUpdate(client, written, workspace),
+        ))!;
+      ctx.status = 201;
+      ctx.set('Location', `/api/v2/schedules/${row.public_id}`);
+      ctx.body = scheduleObject(row);
+    },
+  );
+
+  router.get<{ input: Input<typeof ListSchedules> }>(
+    '/api/v2/schedules',
+    validate(ListSchedules),
+    authorize({ scopes: ['schedules:read'], endpoint: 'schedules_list' }),
+    async (ctx) => {
+      const { limit, offset } = ctx.state.input.query;
+      const rows = await schedulePage(workspaceOf(ctx.state.principal).id, offset, limit + 1);
+      ctx.body = { object: 'list', data: rows.slice(0, limit).map(scheduleObject), has_more: rows.length > limit };
+    },
+  );
+
+  router.get<{ input: Input<typeof ReadSchedule> }>(
+    '/api/v2/schedules/:id',
+    validate(ReadSchedule),
+    authorize({ scopes: ['schedules:read'], endpoint: 'schedules_read' }),
+    async (ctx) => {
+      const row = await findSchedule(workspaceOf(ctx.state.principal).id, ctx.state.input.params.id);
+      if (!row) throw notFound('schedule_not_found');
+      ctx.body = scheduleObject(row);
+    },
+  );
+
+  router.patch<{ input: Input<typeof UpdateSchedule> }>(
+    '/api/v2/schedules/:id',
+    validate(UpdateSchedule),
+    authorize({ scopes: ['schedules:write'], endpoint: 'schedules_update' }),
+    async (ctx) => {
+      const { params, body } = ctx.state.input;
+      const workspace = workspaceOf(ctx.state.principal);
+      const row = await inStep(
+        async (tx) => {
+          const now = await findSchedule(workspace.id, params.id, tx);
+          if (!now) return undefined;
+          // A cron replaces an interval, and the other way round.
+          const when = body.cron !== undefined ? { cron: body.cron, intervalSeconds: null } : body.intervalSeconds !== undefined ? { cron: null, intervalSeconds: body.intervalSeconds } : { cron: now.cron, intervalSeconds: now.interval_seconds };
+          return updateSchedule(workspace.id, params.id, { run: body.run ?? now.run, ...when, timezone: body.timezone ?? now.timezone, overlap: body.overlap ?? now.overlap, paused: body.paused ?? now.paused }, tx);
+        },
+        (client, written) => updateRunSchedule(client, written, workspace),
+      );
+      if (!row) throw notFound('schedule_not_found');
+      ctx.body = scheduleObject(row);
+    },
+  );
+
+  router.delete<{ input: Input<typeof DeleteSchedule> }>(
+    '/api/v2/schedules/:id',
+    validate(DeleteSchedule),
+    authorize({ scopes: ['schedules:write'], endpoint: 'schedules_delete' }),
+    async (ctx) => {
+      const { id } = ctx.state.input.params;
+      const deleted = await transaction(async (tx) => {
+        if (!(await deleteSchedule(workspaceOf(ctx.state.principal).id, id, tx))) return false;
+        await deleteRunSchedule(await temporal(), id);
+        return true;
+      });
+      if (!deleted) throw notFound('schedule_not_found');
+      ctx.body = { id, object: 'schedule', deleted: true };
+    },
+  );
+}

@@ -1,0 +1,96 @@
+import type { Creator } from '../domain/creators';
+import type { FiringStatus, OverlapPolicy, ScheduleFields } from '../domain/schedules';
+import { sql, statement, type Sql } from './sql';
+
+/** schedules: what each schedule runs and when; the Temporal Schedule of the same id fires it (migration 0023). */
+
+export interface ScheduleRow extends ScheduleFields {
+  id: number;
+  workspace_id: number;
+}
+
+/** What a caller sets: on creation all of it, on update any of it. */
+export interface ScheduleSpec {
+  agentPublicId: string;
+  run: Record<string, unknown>;
+  cron: string | null;
+  intervalSeconds: number | null;
+  timezone: string;
+  overlap: OverlapPolicy;
+  paused: boolean;
+}
+
+const COLUMNS = `id, public_id, workspace_id, agent_public_id, run, cron, interval_seconds, timezone, overlap, paused,
+  last_fired_at, last_run, last_status, last_error_code, created_at, updated_at`;
+
+const INSERT = statement(
+  `INSERT INTO schedules (public_id, workspace_id, agent_public_id, run, cron, interval_seconds, timezone, overlap, paused, created_by_key, created_by_member, request_id)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
+);
+
+export async function insertSchedule(
+  s: ScheduleSpec & { publicId: string; workspaceId: number; createdBy: { keyKey: number | null; memberKey: number | null }; requestId: string },
+  on: Sql = sql,
+): Promise<ScheduleRow> {
+  const [row] = await on.rows<ScheduleRow>(INSERT, [
+    s.publicId, s.workspaceId, s.agentPublicId, JSON.stringify(s.run), s.cron, s.intervalSeconds, s.timezone, s.overlap, s.paused,
+    s.createdBy.keyKey ?? null, s.createdBy.memberKey ?? null, s.requestId,
+  ]);
+  return row;
+}
+
+const FIND = statement(`SELECT ${COLUMNS} FROM schedules WHERE public_id = $1 AND workspace_id = $2 AND deleted_at IS NULL`);
+
+/** The workspace's schedule (another workspace's, or a deleted one, is not found). */
+export async function findSchedule(workspaceId: number, publicId: string, on: Sql = sql): Promise<ScheduleRow | undefined> {
+  return (await on.rows<ScheduleRow>(FIND, [publicId, workspaceId]))[0];
+}
+
+const BY_PUBLIC_ID = statement(`SELECT ${COLUMNS} FROM schedules WHERE public_id = $1 AND deleted_at IS NULL`);
+
+/** A schedule as its firing reads it; undefined once deleted. */
+export async function scheduleById(publicId: string, on: Sql = sql): Promise<ScheduleRow | undefined> {
+  return (await on.rows<ScheduleRow>(BY_PUBLIC_ID, [publicId]))[0];
+}
+
+const PAGE = statement(`SELECT ${COLUMNS} FROM schedules WHERE workspace_id = $1 AND deleted_at IS NULL ORDER BY id DESC OFFSET $2 LIMIT $3`);
+
+/** The workspace's schedules, newest first. */
+export async function schedulePage(workspaceId: number, offset: number, limit: number, on: Sql = sql): Promise<ScheduleRow[]> {
+  return on.rows<ScheduleRow>(PAGE, [workspaceId, offset, limit]);
+}
+
+const UPDATE = statement(
+  `UPDATE schedules SET run = $3, cron = $4, interval_seconds = $5, timezone = $6, overlap = $7, paused = $8, updated_at = now()
+    WHERE public_id = $1 AND workspace_id = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+);
+
+export async function updateSchedule(workspaceId: number, publicId: string, s: Omit<ScheduleSpec, 'agentPublicId'>, on: Sql = sql): Promise<ScheduleRow | undefined> {
+  return (await on.rows<ScheduleRow>(UPDATE, [publicId, workspaceId, JSON.stringify(s.run), s.cron, s.intervalSeconds, s.timezone, s.overlap, s.paused]))[0];
+}
+
+const DELETE = statement('UPDATE schedules SET deleted_at = now() WHERE public_id = $1 AND workspace_id = $2 AND deleted_at IS NULL');
+
+/** Marks the schedule deleted; false when there was none to delete. */
+export async function deleteSchedule(workspaceId: number, publicId: string, on: Sql = sql): Promise<boolean> {
+  return (await on.rowCount(DELETE, [publicId, workspaceId])) > 0;
+}
+
+// The creator as it stands now (domain/creators.ts).
+const CREATOR = statement(
+  `SELECT k.scopes AS "keyScopes", (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) AS "keyLive",
+          m.role AS "memberRole", m.revoked_at IS NULL AS "memberLive"
+     FROM schedules s LEFT JOIN api_keys k ON k.id = s.created_by_key LEFT JOIN members m ON m.id = s.created_by_member
+    WHERE s.id = $1`,
+);
+
+export async function scheduleCreator(scheduleKey: number, on: Sql = sql): Promise<Creator | undefined> {
+  return (await on.rows<Creator>(CREATOR, [scheduleKey]))[0];
+}
+
+const FIRED = statement('UPDATE schedules SET last_fired_at = $2, last_run = $3, last_status = $4, last_error_code = $5 WHERE id = $1');
+
+/** Records the schedule's latest firing (inside the firing's transaction, with its events). */
+export async function recordFiring(scheduleKey: number, f: { at: Date; run: string | null; status: FiringStatus; errorCode: string | null }, on: Sql = sql): Promise<void> {
+  await on.rows(FIRED, [scheduleKey, f.at, f.run, f.status, f.errorCode]);
+}

@@ -1,0 +1,50 @@
+/** Runs on a schedule (docs/api.md, "Schedules"): each firing is an ordinary agent run. */
+
+/** What a firing does when the schedule's last firing is still running (Temporal's overlap policies). */
+export const OVERLAP_POLICIES = ['skip', 'buffer_one', 'allow'] as const;
+export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
+
+/** An interval shorter than this is refused: a schedule is for work that recurs, not a loop. */
+export const MIN_INTERVAL_SECONDS = 60;
+
+export type FiringStatus = 'started' | 'blocked' | 'failed';
+
+export interface ScheduleFields {
+  public_id: string;
+  agent_public_id: string;
+  run: Record<string, unknown>;
+  cron: string | null;
+  interval_seconds: number | null;
+  timezone: string;
+  overlap: OverlapPolicy;
+  paused: boolean;
+  last_fired_at: Date | null;
+  last_run: string | null;
+  last_status: FiringStatus | null;
+  last_error_code: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The public schedule object. */
+export function scheduleObject(row: ScheduleFields): Record<string, unknown> {
+  return {
+    id: row.public_id,
+    object: 'schedule',
+    agent: row.agent_public_id,
+    run: row.run,
+    cron: row.cron,
+    interval_seconds: row.interval_seconds,
+    timezone: row.timezone,
+    overlap: row.overlap,
+    paused: row.paused,
+    last_firing: row.last_fired_at && {
+      fired_at: row.last_fired_at.toISOString(),
+      status: row.last_status,
+      run: row.last_run,
+      error_code: row.last_error_code,
+    },
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}

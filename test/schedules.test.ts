@@ -1,0 +1,187 @@
+import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
+import { QueryTypes } from 'sequelize';
+import { fireSchedule } from '../activities/schedules';
+import { findWorkspace, creditWorkspace } from '../db/workspaces';
+import { db } from '../db/sequelize';
+import { dataConverter } from '../infra/payloadCodec';
+import { type Answer, call, heldRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
+
+const api = useApi();
+let client: Client;
+beforeAll(async () => {
+  client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
+});
+afterAll(() => client.connection.close());
+
+const SCOPES = ['schedules:write', 'schedules:read', 'agents:run'];
+
+const create = (t: Tenant, body: Record<string, unknown>): Promise<Answer> => call(api.url, 'POST', '/api/v2/schedules', { key: t.key, body: { agent: t.agent, run: { input: 'the morning digest' }, interval_seconds: 3600, ...body } });
+const read = (t: Tenant, id: string): Promise<Answer> => call(api.url, 'GET', `/api/v2/schedules/${id}`, { key: t.key });
+
+/** Fires the schedule now, as its spec would, with its own overlap policy. */
+async function fire(id: string): Promise<void> {
+  const handle = client.schedule.getHandle(id);
+  await handle.trigger((await handle.describe()).policies.overlap);
+}
+
+/** Until the schedule's last firing is this one's (a firing after `since`). */
+const firedAfter = (t: Tenant, id: string, since: string | null) =>
+  until(async () => {
+    const firing = (await read(t, id)).body.last_firing as { fired_at: string; status: string; run: string | null; error_code: string | null } | null;
+    return firing && firing.fired_at !== since ? firing : undefined;
+  }, `a firing of ${id}`);
+
+async function outboxOf(workspace: string): Promise<{ type: string; envelope: { correlation: Record<string, string>; data: { object: Record<string, unknown> } } }[]> {
+  return db().query('SELECT e.type, e.envelope FROM outbox_events e JOIN workspaces w ON w.id = e.workspace_id WHERE w.public_id = :workspace ORDER BY e.id', {
+    replacements: { workspace },
+    type: QueryTypes.SELECT,
+  });
+}
+
+describe('schedules', () => {
+  it('creates a Temporal Schedule; each firing is an ordinary run, billed and sent to webhooks with correlation.schedule_id', async () => {
+    const t = await tenant({ scopes: SCOPES, listened: true });
+    const created = await create(t, { timezone: 'Europe/Paris' });
+    expect(created.status).toBe(201);
+    expect(created.headers.get('location')).toBe(`/api/v2/schedules/${created.body.id}`);
+    expect(created.body).toEqual({
+      id: expect.stringMatching(/^sch_/),
+      object: 'schedule',
+      agent: t.agent,
+      run: { input: 'the morning digest' },
+      cron: null,
+      interval_seconds: 3600,
+      timezone: 'Europe/Paris',
+      overlap: 'skip',
+      paused: false,
+      last_firing: null,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    const id = created.body.id as string;
+    const temporalSchedule = await client.schedule.getHandle(id).describe();
+    expect(temporalSchedule.spec).toMatchObject({ intervals: [{ every: 3_600_000 }], timezone: 'Europe/Paris' });
+    expect(temporalSchedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'scheduledRun', taskQueue: 'background' });
+    expect(temporalSchedule.policies.overlap).toBe('SKIP');
+
+    await fire(id);
+    const firing = await firedAfter(t, id, null);
+    expect(firing).toMatchObject({ status: 'started', run: expect.stringMatching(/^run_/), error_code: null });
+    const run = await until(async () => {
+      const r = await call(api.url, 'GET', `/api/v2/runs/${firing.run}`, { key: t.key });
+      return r.body.status === 'completed' ? r : undefined;
+    }, 'the run to complete');
+    expect(run.body).toMatchObject({ agent: t.agent, status: 'completed' });
+    const events = (await outboxOf(t.workspace)).filter((e) => e.envelope.data.object.id === firing.run);
+    expect(events.map((e) => e.type)).toEqual(['agent.run.started', 'agent.run.completed']);
+    for (const e of events) expect(e.envelope.correlation.schedule_id).toBe(id);
+    const listed = await call(api.url, 'GET', '/api/v2/schedules', { key: t.key });
+    expect(listed.body).toMatchObject({ object: 'list', data: [{ id, last_firing: { status: 'started', run: firing.run } }], has_more: false });
+  });
+
+  it('a retried firing plans the same run once: its id is derived from the firing, its credits held once', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const id = (await create(t, {})).body.id as string;
+    const ws = (await findWorkspace(t.workspace))!;
+    const workspace = { id: ws.id, publicId: ws.publicId, tenantRef: null, partnerPublicId: null };
+    const firing = { scheduleId: id, workspace, firingId: `${id}-2026-11-25T08:00:00Z`, firedAt: Date.parse('2026-11-25T08:00:00Z') };
+    const first = await fireSchedule(firing);
+    const again = await fireSchedule(firing);
+    expect(first.run!.runId).toMatch(/^run_01/);
+    expect(again.run!.runId).toBe(first.run!.runId);
+    expect(again.run!.scheduleId).toBe(id);
+    const holds = await db().query('SELECT credits FROM credit_reservations WHERE run_public_id = :run', { replacements: { run: first.run!.runId }, type: QueryTypes.SELECT });
+    expect(holds).toHaveLength(1);
+    await db().query('DELETE FROM credit_reservations WHERE run_public_id = :run', { replacements: { run: first.run!.runId } });
+  });
+
+  it('pause stops it and resume starts it again, in Temporal too; a cron replaces the interval', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const id = (await create(t, {})).body.id as string;
+    const paused = await call(api.url, 'PATCH', `/api/v2/schedules/${id}`, { key: t.key, body: { paused: true } });
+    expect(paused.body).toMatchObject({ paused: true, interval_seconds: 3600 });
+    expect((await client.schedule.getHandle(id).describe()).state.paused).toBe(true);
+    const resumed = await call(api.url, 'PATCH', `/api/v2/schedules/${id}`, { key: t.key, body: { paused: false, cron: '0 8 * * 1-5' } });
+    expect(resumed.body).toMatchObject({ paused: false, cron: '0 8 * * 1-5', interval_seconds: null });
+    const described = await client.schedule.getHandle(id).describe();
+    expect(described.state.paused).toBe(false);
+    expect(described.spec).toMatchObject({ timezone: 'UTC' });
+    expect(described.spec.intervals ?? []).toEqual([]);
+    expect(described.spec.calendars?.length ?? 0).toBeGreaterThan(0);
+    const empty = await call(api.url, 'PATCH', `/api/v2/schedules/${id}`, { key: t.key, body: {} });
+    expect(empty.status).toBe(400);
+  });
+
+  it('overlap skip: a firing that finds the last one running is skipped', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const id = (await create(t, { overlap: 'skip' })).body.id as string;
+    await scriptModel(t.model, [{ text: 'slow digest', hold: true }]);
+    try {
+      await fire(id);
+      await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the first firing’s call');
+      await fire(id);
+      const skipped = await until(async () => {
+        const info = (await client.schedule.getHandle(id).describe()).info;
+        return info.numActionsSkippedOverlap > 0 ? info : undefined;
+      }, 'the second firing skipped');
+      expect(skipped).toMatchObject({ numActionsSkippedOverlap: 1, numActionsTaken: 1 });
+    } finally {
+      await releaseHeld(t.model);
+    }
+  });
+
+  it('delete stops it: gone from the API and from Temporal, and a firing already on its way runs nothing', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const id = (await create(t, {})).body.id as string;
+    const deleted = await call(api.url, 'DELETE', `/api/v2/schedules/${id}`, { key: t.key });
+    expect(deleted.body).toEqual({ id, object: 'schedule', deleted: true });
+    expect((await read(t, id)).status).toBe(404);
+    expect((await call(api.url, 'DELETE', `/api/v2/schedules/${id}`, { key: t.key })).status).toBe(404);
+    await expect(client.schedule.getHandle(id).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+    const ws = (await findWorkspace(t.workspace))!;
+    const late = await fireSchedule({ scheduleId: id, workspace: { id: ws.id, publicId: ws.publicId, tenantRef: null, partnerPublicId: null }, firingId: `${id}-late`, firedAt: Date.now() });
+    expect(late).toEqual({});
+  });
+
+  it('a firing the balance cannot cover is blocked (schedule.run_blocked), and the schedule goes on', async () => {
+    const t = await tenant({ scopes: SCOPES, credits: 0, listened: true });
+    const id = (await create(t, {})).body.id as string;
+    await fire(id);
+    const blocked = await firedAfter(t, id, null);
+    expect(blocked).toMatchObject({ status: 'blocked', run: null, error_code: 'usage_blocked' });
+    const [event] = (await outboxOf(t.workspace)).filter((e) => e.type === 'schedule.run_blocked');
+    expect(event.envelope.data.object).toMatchObject({ object: 'schedule_firing', schedule: id, agent: t.agent, fired_at: blocked.fired_at, error: { code: 'usage_blocked' } });
+    expect(event.envelope.correlation.schedule_id).toBe(id);
+    expect((await client.schedule.getHandle(id).describe()).state.paused).toBe(false);
+
+    await creditWorkspace(t.workspace, 1_000_000);
+    await fire(id);
+    expect(await firedAfter(t, id, blocked.fired_at)).toMatchObject({ status: 'started', run: expect.stringMatching(/^run_/) });
+  });
+
+  it('refuses what it could not run: 400 for the rules, 403 without agents:run, 404 for an unknown agent or another workspace’s schedule', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const refused = async (body: Record<string, unknown>, message: RegExp) => {
+      const answer = await create(t, body);
+      expect([answer.status, answer.body.error?.message]).toEqual([400, expect.stringMatching(message)]);
+    };
+    await refused({ cron: '0 8 * * *' }, /one of cron and interval_seconds/);
+    await refused({ interval_seconds: undefined }, /cron or interval_seconds/);
+    await refused({ interval_seconds: 30 }, /at least 60/);
+    await refused({ timezone: 'Mars/Olympus' }, /IANA time zone/);
+    await refused({ interval_seconds: undefined, cron: 'every morning' }, /five fields/);
+    await refused({ interval_seconds: undefined, cron: '61 * * * *' }, /each in its range/);
+    await refused({ interval_seconds: undefined, cron: '5-2 * * * *' }, /Temporal refused the schedule/);
+    await refused({ run: { input: 'x', stream: true } }, /run: stream is not available/);
+    await refused({ run: { input: 'x', model: 'gpt-4o' } }, /run: "model" may not be set/);
+    expect((await call(api.url, 'GET', '/api/v2/schedules', { key: t.key })).body.data).toEqual([]);
+
+    const reader = await tenant({ scopes: ['schedules:write', 'schedules:read'] });
+    expect((await create(reader, {})).status).toBe(403);
+    expect((await create(t, { agent: 'agt_01hzzzzzzzzzzzzzzzzzzzzzzz' })).status).toBe(404);
+    const other = await tenant({ scopes: SCOPES });
+    const theirs = (await create(other, {})).body.id as string;
+    expect((await read(t, theirs)).status).toBe(404);
+    expect((await call(api.url, 'PATCH', `/api/v2/schedules/${theirs}`, { key: t.key, body: { paused: true } })).status).toBe(404);
+  });
+});
