@@ -44,8 +44,10 @@ export async function reserveCredits(workspaceId: number, runId: string, credits
 }
 
 // The conversation's row is the turns' lock: holds are numbered in the order they take it, and the
-// statements after it see every hold committed before.
-const LOCK_CONVERSATION = statement('SELECT id FROM conversations WHERE id = $1 FOR UPDATE');
+// statements after it see every hold committed before. NO KEY UPDATE, so the foreign-key checks of
+// messages inserted meanwhile (a settlement, which has locked its workspace's row first) never wait
+// on it: waiting there, with this hold waiting on the workspace's row, would be a deadlock.
+const LOCK_CONVERSATION = statement('SELECT id FROM conversations WHERE id = $1 FOR NO KEY UPDATE');
 const TURNS_BEFORE = statement('SELECT run_public_id AS "runId" FROM credit_reservations WHERE conversation_id = $1 AND turn < $2 ORDER BY turn');
 
 /** A message's hold: its turn, and the open turns of its conversation before it (oldest first). */
