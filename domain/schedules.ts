@@ -4,8 +4,11 @@
 export const OVERLAP_POLICIES = ['skip', 'buffer_one', 'allow'] as const;
 export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 
-/** An interval shorter than this is refused: a schedule is for work that recurs, not a loop. */
-export const MIN_INTERVAL_SECONDS = 60;
+/**
+ * An interval shorter than this is refused: a schedule is for work that recurs, not a busy loop
+ * (each firing is a run, with its credit hold, its workflows and its webhook events).
+ */
+export const MIN_INTERVAL_SECONDS = 5;
 
 export type FiringStatus = 'started' | 'blocked' | 'failed';
 
