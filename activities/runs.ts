@@ -8,7 +8,7 @@ import { creditsFor, ledgerLine } from '../domain/billing';
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
 import { Outbox } from '../db/outbox';
 import { insertMessage } from '../db/messages';
-import { insertRun, lockRun, settleRunRecord, type LockedRun } from '../db/runs';
+import { insertRun, lockRun, recordRunWithOwnConversation, settleRunRecord, type LockedRun, type NewRun } from '../db/runs';
 import { recordCancelRequest } from '../db/runCancelRequests';
 import { transaction, type Sql } from '../db/sql';
 import { config } from '../infra/config';
@@ -32,6 +32,22 @@ async function writeMessage(on: Sql, outbox: Outbox, m: { conversation: { id: nu
   outbox.add(m.role === 'user' ? 'message.received' : 'message.sent', { id, conversation: m.conversation.publicId, role: m.role });
 }
 
+/** The run's row as it begins, less its conversation. */
+function newRun(input: RunInput): Omit<NewRun, 'conversationId'> {
+  return {
+    publicId: input.runId,
+    workspaceId: input.workspace.id,
+    agentId: input.agent.id,
+    agentVersion: input.agent.version,
+    kind: input.kind,
+    channel: input.channel,
+    requestId: input.requestId,
+    traceId: input.traceId,
+    metadata: input.metadata,
+    resourceId: input.resourceId ?? null,
+  };
+}
+
 /**
  * queued → running inside the caller's transaction: the run, its conversation and the caller's
  * message (unless `withoutMessage`), with their events. Finds (and locks) the run instead when it
@@ -44,26 +60,22 @@ async function recordRun(sql: Sql, input: RunInput, withoutMessage = false): Pro
   const conversation = input.conversation
     ? await conversationById(input.conversation.id, sql)
     : (await openConversation({ workspace: input.workspace, agent: input.agent, channel: input.channel, externalRef: input.externalRef, internal: !conversational(input.kind) }, outbox, sql)).conversation;
-  const runKey = await insertRun(
-    {
-      publicId: input.runId,
-      workspaceId: input.workspace.id,
-      agentId: input.agent.id,
-      agentVersion: input.agent.version,
-      conversationId: conversation.id,
-      kind: input.kind,
-      channel: input.channel,
-      requestId: input.requestId,
-      traceId: input.traceId,
-      metadata: input.metadata,
-      resourceId: input.resourceId ?? null,
-    },
-    sql,
-  );
+  const runKey = await insertRun({ ...newRun(input), conversationId: conversation.id }, sql);
   if (conversational(input.kind) && !withoutMessage) await writeMessage(sql, outbox, { conversation, runKey, role: 'user', content: input.input });
   outbox.add('agent.run.started', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running' });
   await outbox.write(sql);
   return { begun: begunRun(runKey, conversation) };
+}
+
+/**
+ * queued → running in one statement, for the common case that needs no more: a run with an internal
+ * conversation of its own, of a workspace no partner's endpoint hears (no events to write with it),
+ * not recorded before. Undefined otherwise: recordRun, in a transaction, does the rest.
+ */
+async function recordedAlone(input: RunInput): Promise<{ begun: BegunRun; row?: undefined } | undefined> {
+  if (conversational(input.kind) || input.conversation || input.workspace.partnerPublicId !== null) return undefined;
+  const recorded = await recordRunWithOwnConversation(newRun(input));
+  return recorded && { begun: begunRun(recorded.runKey, { id: recorded.conversationId, internal: true, publicId: '', channel: input.channel }) };
 }
 
 /** response.started on the run's stream, announced by whichever step recorded the run. */
@@ -73,12 +85,13 @@ function announceStart(stream: RunEvents, input: RunInput, begun: BegunRun): voi
 }
 
 /**
- * queued → running, in one transaction, and response.started on the run's stream. Safe to repeat: a
+ * queued → running, in one statement where that is all it takes or else in one transaction, and
+ * response.started on the run's stream. Safe to repeat: a
  * second call finds the run and changes nothing; it announces the run only if the attempt that
  * recorded it died before announcing it.
  */
 export async function beginRun(input: RunInput): Promise<BegunRun> {
-  const { begun, row } = await transaction((sql) => recordRun(sql, input));
+  const { begun, row } = (await recordedAlone(input)) ?? (await transaction((sql) => recordRun(sql, input)));
   const stream = new RunEvents(input.runId);
   if (!row || !(await stream.startsWith('response.started'))) {
     announceStart(stream, input, begun);

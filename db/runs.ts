@@ -1,3 +1,4 @@
+import { mintId } from '../domain/ids';
 import type { PassageRef } from '../domain/knowledge';
 import type { RunStatus } from '../domain/errors';
 import type { OutputItem, RunKind } from '../domain/runs';
@@ -37,6 +38,33 @@ export async function insertRun(r: NewRun, on: Sql = sql): Promise<number> {
     r.publicId, r.workspaceId, r.agentId, r.agentVersion, r.conversationId, r.kind, r.channel, r.requestId, r.traceId, JSON.stringify(r.metadata), r.resourceId,
   ]);
   return run.id;
+}
+
+// One statement, so no BEGIN, lock or COMMIT: a run with an internal conversation of its own (the
+// conversation opened with it), unless the run is recorded already; then nothing is written.
+const RECORD_WITH_OWN_CONVERSATION = statement(
+  `WITH c AS (
+     INSERT INTO conversations (public_id, workspace_id, agent_id, channel, external_ref, internal)
+     SELECT $11, $2, $3, $6, NULL, true WHERE NOT EXISTS (SELECT 1 FROM runs WHERE public_id = $1)
+     RETURNING id
+   ), r AS (
+     INSERT INTO runs (public_id, workspace_id, agent_id, agent_version, conversation_id, kind, status, channel, request_id, trace_id, metadata, resource_id, started_at)
+     SELECT $1, $2, $3, $4, c.id, $5, 'running', $6, $7, $8, $9, $10, now() FROM c
+     RETURNING id, conversation_id
+   )
+   SELECT id AS "runKey", conversation_id AS "conversationId" FROM r`,
+);
+
+/**
+ * Records a run that is not a conversation's turn (a stateless response, a report, an extraction
+ * segment) with its internal conversation, in one statement; undefined when the run was recorded
+ * before (a retried call), which the caller then finds, locked, in a transaction.
+ */
+export async function recordRunWithOwnConversation(r: Omit<NewRun, 'conversationId'>, on: Sql = sql): Promise<{ runKey: number; conversationId: number } | undefined> {
+  const [row] = await on.rows<{ runKey: string; conversationId: string }>(RECORD_WITH_OWN_CONVERSATION, [
+    r.publicId, r.workspaceId, r.agentId, r.agentVersion, r.kind, r.channel, r.requestId, r.traceId, JSON.stringify(r.metadata), r.resourceId, mintId('conversation'),
+  ]);
+  return row && { runKey: Number(row.runKey), conversationId: Number(row.conversationId) };
 }
 
 /** A recorded run, locked for its settlement, with its conversation. */
