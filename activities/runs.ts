@@ -175,6 +175,8 @@ export interface Settlement {
   usageEstimated?: boolean;
   /** The reconciler settles the run: its workflow ended without settling it. */
   reconciled?: boolean;
+  /** A queued turn settles before its turn came (cancelled or given up in the queue): its message is not part of the conversation. */
+  turnNeverCame?: boolean;
 }
 
 /** A settlement asked to give way to a cancel found one recorded: nothing was written. */
@@ -213,8 +215,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
   const { input } = s;
   const { outcome, begun, recorded, now } = await transaction(async (sql) => {
     // A run whose first call failed before recording it (or was cancelled first) is recorded now, so every path settles.
-    // A queued turn recorded only now never had its turn (cancelled or given up in the queue): its message is not part of the conversation.
-    const recordedRun = await recordRun(sql, input, input.turn !== undefined);
+    const recordedRun = await recordRun(sql, input, s.turnNeverCame === true);
     const { begun, row = { status: 'running', usage: ZERO_USAGE, consumedUsage: null } } = recordedRun;
     const settled = (outcome: RunOutcome, now: boolean) => ({ outcome, begun, recorded: !recordedRun.row, now });
     if (TERMINAL_STATUSES.has(row.status)) return settled({ run: runResponse(input, begun, { ...s, status: row.status, usage: row.usage }), ...(s.error && { error: s.error }) }, false);

@@ -46,6 +46,13 @@ export async function findSchedule(workspaceId: number, publicId: string, on: Sq
   return (await on.rows<ScheduleRow>(FIND, [publicId, workspaceId]))[0];
 }
 
+const LOCK = statement(`SELECT ${COLUMNS} FROM schedules WHERE public_id = $1 AND workspace_id = $2 AND deleted_at IS NULL FOR UPDATE`);
+
+/** The workspace's schedule, locked for a change (inside the caller's transaction): concurrent changes apply one after another. */
+export async function lockSchedule(workspaceId: number, publicId: string, tx: Sql): Promise<ScheduleRow | undefined> {
+  return (await tx.rows<ScheduleRow>(LOCK, [publicId, workspaceId]))[0];
+}
+
 const BY_PUBLIC_ID = statement(`SELECT ${COLUMNS} FROM schedules WHERE public_id = $1 AND deleted_at IS NULL`);
 
 /** A schedule as its firing reads it; undefined once deleted. */

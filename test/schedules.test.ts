@@ -200,6 +200,8 @@ describe('schedules', () => {
 
     const reader = await tenant({ scopes: ['schedules:write', 'schedules:read'] });
     expect((await create(reader, {})).status).toBe(403);
+    // Changing one decides what its firings run: it needs agents:run too.
+    expect((await call(api.url, 'PATCH', `/api/v2/schedules/sch_01hzzzzzzzzzzzzzzzzzzzzzzz`, { key: reader.key, body: { run: { input: 'mine now' } } })).status).toBe(403);
     expect((await create(t, { agent: 'agt_01hzzzzzzzzzzzzzzzzzzzzzzz' })).status).toBe(404);
     const other = await tenant({ scopes: SCOPES });
     const theirs = (await create(other, {})).body.id as string;

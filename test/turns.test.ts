@@ -156,6 +156,23 @@ describe('turns of one conversation', () => {
     ]);
   });
 
+  it('a queued turn that fails once its turn came keeps its message, unlike one cancelled in the queue', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const conv = await conversation(t);
+    await scriptModel(t.model, [{ text: 'first', hold: true }]);
+    const first = (await heldFirstTurn(t, conv.id)).answer;
+    // Refused after its wait: the agent has no knowledge and the message requires retrieval.
+    const second = post(t, conv.id, { input: 'two', knowledge_policy: 'required' });
+    const [, queued] = await openTurnsOnce(conv.key, 2);
+    await waiting(queued.run);
+    await releaseHeld(t.model);
+    expect(texts(await first)).toEqual(['first']);
+    const refused = await second;
+    expect([refused.status, refused.body.error.code]).toEqual([503, 'knowledge_unavailable']);
+    const page = await call(api.url, 'GET', `/api/v2/conversations/${conv.id}/messages`, { key: t.key });
+    expect(page.body.data.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'user']);
+  });
+
   it('a turn whose run never started holds the conversation until the reconciler gives its hold back', async () => {
     const t = await tenant({ scopes: SCOPES });
     const conv = await conversation(t);

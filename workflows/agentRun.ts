@@ -251,6 +251,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
    * end (turnEnded), and looks again every TURN_RECHECK_MS whatever happens; gives up after
    * TURN_WAIT_LIMIT_MS. The run's timeout_ms starts when its turn does.
    */
+  // A queued turn that settles before its turn came (cancelled, or given up) leaves no message.
+  let hadTurn = false;
   async function awaitTurn(turn: TurnRef): Promise<Failure | undefined> {
     let woken = false;
     setHandler(turnEnded, () => void (woken = true));
@@ -264,6 +266,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       await condition(() => woken, Math.min(TURN_RECHECK_MS, left));
     }
     deadline.at = Date.now() + input.options.timeoutMs;
+    hadTurn = true;
     return undefined;
   }
 
@@ -297,7 +300,9 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
 
   const settle = async (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) => {
     await cancelRecorded;
-    return CancellationScope.nonCancellable(() => settleRun({ input, status, output, usage, usageEstimated, model, toolNames, handoff, error, knowledge: passageRefs() }));
+    return CancellationScope.nonCancellable(() =>
+      settleRun({ input, status, output, usage, usageEstimated, model, toolNames, handoff, error, knowledge: passageRefs(), ...(input.turn && { turnNeverCame: !hadTurn }) }),
+    );
   };
 
   try {

@@ -1,4 +1,4 @@
-import { ScheduleNotFoundError, type Client, type ScheduleOptionsStartWorkflowAction, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
+import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client, type ScheduleOptionsStartWorkflowAction, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
 import { invalidRequest } from '../domain/errors';
 import type { RunInput } from '../domain/runs';
 import type { OverlapPolicy } from '../domain/schedules';
@@ -50,14 +50,19 @@ async function refusedAsInvalid(call: () => Promise<unknown>): Promise<void> {
   }
 }
 
-/** Creates the schedule's Temporal Schedule. */
-export async function createRunSchedule(client: Client, row: ScheduleRow, workspace: RunInput['workspace']): Promise<void> {
-  await refusedAsInvalid(() => client.schedule.create({ scheduleId: row.public_id, ...optionsOf(row, workspace) }));
-}
-
-/** Brings the Temporal Schedule to the row: spec, policies, run and pause. */
-export async function updateRunSchedule(client: Client, row: ScheduleRow, workspace: RunInput['workspace']): Promise<void> {
-  await refusedAsInvalid(() => client.schedule.getHandle(row.public_id).update(() => optionsOf(row, workspace)));
+/**
+ * Brings the schedule's Temporal Schedule to the row: creates it, or updates the one there (spec,
+ * policies, run and pause), whichever it takes (a resumed request, a Schedule lost).
+ */
+export async function putRunSchedule(client: Client, row: ScheduleRow, workspace: RunInput['workspace']): Promise<void> {
+  await refusedAsInvalid(async () => {
+    try {
+      await client.schedule.create({ scheduleId: row.public_id, ...optionsOf(row, workspace) });
+    } catch (err) {
+      if (!(err instanceof ScheduleAlreadyRunning)) throw err;
+      await client.schedule.getHandle(row.public_id).update(() => optionsOf(row, workspace));
+    }
+  });
 }
 
 /** Deletes the Temporal Schedule (a firing already running goes on); gone already is fine. */

@@ -66,7 +66,7 @@ export const schedules: Resource = {
       patch: operation('patch', {
         id: 'updateSchedule',
         summary: 'Change, pause or resume a schedule',
-        description: 'Any of its settings but its agent. A `cron` replaces an `interval_seconds`, and the other way round.',
+        description: 'Any of its settings but its agent. A `cron` replaces an `interval_seconds`, and the other way round. Needs `agents:run` besides `schedules:write`, as creating one does.',
         tag: 'Schedules',
         access: access('schedules:write'),
         request: UpdateSchedule,

@@ -1,13 +1,12 @@
 import Router from '@koa/router';
-import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { mintId } from '../../../domain/ids';
 import { scheduleObject } from '../../../domain/schedules';
-import type { RunInput } from '../../../domain/runs';
 import { findAgentInWorkspace } from '../../../db/agents';
-import { deleteSchedule, findSchedule, insertSchedule, schedulePage, updateSchedule, type ScheduleRow } from '../../../db/schedules';
+import { deleteSchedule, findSchedule, insertSchedule, lockSchedule, schedulePage, updateSchedule, type ScheduleRow } from '../../../db/schedules';
 import { transaction, type Sql } from '../../../db/sql';
 import { temporal } from '../../../infra/temporalClient';
-import { createRunSchedule, deleteRunSchedule, updateRunSchedule } from '../../../workflows/scheduledRun.client';
+import { deleteRunSchedule, putRunSchedule } from '../../../workflows/scheduledRun.client';
 import { requireScope } from '../../credentials';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
@@ -28,16 +27,6 @@ async function inStep(write: (tx: Sql) => Promise<ScheduleRow | undefined>, sync
     if (row) await sync(client, row);
     return row;
   });
-}
-
-/** Creates the Temporal Schedule, or brings it to the row when a resumed request created it before. */
-async function createOrUpdate(client: Client, row: ScheduleRow, workspace: RunInput['workspace']): Promise<void> {
-  try {
-    await createRunSchedule(client, row, workspace);
-  } catch (err) {
-    if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-    await updateRunSchedule(client, row, workspace);
-  }
 }
 
 /** Schedules: an agent's run on a cron expression or an interval, each firing an ordinary run (beyond the spec). */
@@ -79,7 +68,7 @@ export function schedulesRoutes(router: Router<AppState>): void {
               },
               tx,
             ),
-          (client, written) => createOrUpdate(client, written, workspace),
+          (client, written) => putRunSchedule(client, written, workspace),
         ))!;
       ctx.status = 201;
       ctx.set('Location', `/api/v2/schedules/${row.public_id}`);
@@ -115,16 +104,18 @@ export function schedulesRoutes(router: Router<AppState>): void {
     authorize({ scopes: ['schedules:write'], endpoint: 'schedules_update' }),
     async (ctx) => {
       const { params, body } = ctx.state.input;
+      // A change decides what the firings run, and when: it needs what running them needs.
+      requireScope(ctx.state.principal!, ['agents:run']);
       const workspace = workspaceOf(ctx.state.principal);
       const row = await inStep(
         async (tx) => {
-          const now = await findSchedule(workspace.id, params.id, tx);
+          const now = await lockSchedule(workspace.id, params.id, tx);
           if (!now) return undefined;
           // A cron replaces an interval, and the other way round.
           const when = body.cron !== undefined ? { cron: body.cron, intervalSeconds: null } : body.intervalSeconds !== undefined ? { cron: null, intervalSeconds: body.intervalSeconds } : { cron: now.cron, intervalSeconds: now.interval_seconds };
           return updateSchedule(workspace.id, params.id, { run: body.run ?? now.run, ...when, timezone: body.timezone ?? now.timezone, overlap: body.overlap ?? now.overlap, paused: body.paused ?? now.paused }, tx);
         },
-        (client, written) => updateRunSchedule(client, written, workspace),
+        (client, written) => putRunSchedule(client, written, workspace),
       );
       if (!row) throw notFound('schedule_not_found');
       ctx.body = scheduleObject(row);
