@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
+import type { Context, Next } from 'koa';
 import { mintId } from '../../../domain/ids';
 import { scheduleObject } from '../../../domain/schedules';
 import { findAgentInWorkspace } from '../../../db/agents';
@@ -29,18 +30,23 @@ async function inStep(write: (tx: Sql) => Promise<ScheduleRow | undefined>, sync
   });
 }
 
+/** Creating or changing a schedule decides what its firings run: it needs what running them needs, besides schedules:write. */
+async function runsAgents(ctx: Context & { state: AppState }, next: Next): Promise<void> {
+  requireScope(ctx.state.principal!, ['agents:run']);
+  await next();
+}
+
 /** Schedules: an agent's run on a cron expression or an interval, each firing an ordinary run (beyond the spec). */
 export function schedulesRoutes(router: Router<AppState>): void {
   router.post<{ input: Input<typeof CreateSchedule> }>(
     '/api/v2/schedules',
     validate(CreateSchedule),
     authorize({ scopes: ['schedules:write'], endpoint: 'schedules_create' }),
+    runsAgents,
     idempotent('Idempotent-Replay'),
     async (ctx) => {
       const { body } = ctx.state.input;
       const principal = ctx.state.principal!;
-      // Each firing runs the agent as its creator: creating one needs what running it needs.
-      requireScope(principal, ['agents:run']);
       const workspace = workspaceOf(principal);
       const agent = await findAgentInWorkspace(workspace.id, body.agent);
       if (!agent) throw notFound('agent_not_found');
@@ -102,10 +108,9 @@ export function schedulesRoutes(router: Router<AppState>): void {
     '/api/v2/schedules/:id',
     validate(UpdateSchedule),
     authorize({ scopes: ['schedules:write'], endpoint: 'schedules_update' }),
+    runsAgents,
     async (ctx) => {
       const { params, body } = ctx.state.input;
-      // A change decides what the firings run, and when: it needs what running them needs.
-      requireScope(ctx.state.principal!, ['agents:run']);
       const workspace = workspaceOf(ctx.state.principal);
       const row = await inStep(
         async (tx) => {
