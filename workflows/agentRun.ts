@@ -246,13 +246,13 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     }
   }
 
+  // A queued turn that settles before its turn came (cancelled, or given up) leaves no message.
+  let hadTurn = false;
   /**
    * queued, behind earlier turns of the conversation: waits until none is open. Woken by each one's
    * end (turnEnded), and looks again every TURN_RECHECK_MS whatever happens; gives up after
    * TURN_WAIT_LIMIT_MS. The run's timeout_ms starts when its turn does.
    */
-  // A queued turn that settles before its turn came (cancelled, or given up) leaves no message.
-  let hadTurn = false;
   async function awaitTurn(turn: TurnRef): Promise<Failure | undefined> {
     let woken = false;
     setHandler(turnEnded, () => void (woken = true));
