@@ -68,7 +68,7 @@ async function requireReachable(workspaceId: number, resourceId: unknown, plan: 
  * the turn to wait for when earlier turns of its conversation are open, refused instead under
  * `reject` or when the conversation holds MAX_OPEN_TURNS already. A resumed request keeps its turn.
  */
-async function hold(workspaceId: number, runId: string, credits: number, target: ExecutionTarget): Promise<{ held: boolean; turn?: TurnRef }> {
+async function holdCredits(workspaceId: number, runId: string, credits: number, target: ExecutionTarget): Promise<{ held: boolean; turn?: TurnRef }> {
   const { conversation } = target;
   if (!conversation) return { held: await reserveCredits(workspaceId, runId, credits) };
   return transaction(async (tx) => {
@@ -110,7 +110,7 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
     memory: conversational(target.kind) && request.options.memoryPolicy === 'auto',
     knowledge: knowledge.collections.length > 0,
   });
-  const { held, turn } = await hold(workspace.id, runId, maximum, target);
+  const { held, turn } = await holdCredits(workspace.id, runId, maximum, target);
   if (!held) {
     throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
   }

@@ -52,7 +52,6 @@ const TURNS_BEFORE = statement('SELECT run_public_id AS "runId" FROM credit_rese
 
 /** A message's hold: its turn, and the open turns of its conversation before it (oldest first). */
 export interface Turn extends Hold {
-  conversationId: number;
   ahead: string[];
 }
 
@@ -64,8 +63,7 @@ export async function reserveTurn(workspaceId: number, runId: string, credits: n
   await tx.rows(LOCK_CONVERSATION, [conversationId]);
   const held = await hold(workspaceId, runId, credits, conversationId, tx);
   if (!held) return undefined;
-  const ahead = (await tx.rows<{ runId: string }>(TURNS_BEFORE, [conversationId, held.turn])).map((r) => r.runId);
-  return { ...held, conversationId, ahead };
+  return { ...held, ahead: await openTurnsBefore(conversationId, held.turn, tx) };
 }
 
 /** The open turns of the conversation before `turn`, oldest first. */

@@ -55,12 +55,14 @@ async function refusedAsInvalid(call: () => Promise<unknown>): Promise<void> {
  * policies, run and pause), whichever it takes (a resumed request, a Schedule lost).
  */
 export async function putRunSchedule(client: Client, row: ScheduleRow, workspace: RunInput['workspace']): Promise<void> {
+  // Built outside the trap below, so only Temporal's refusal becomes a 400.
+  const options = optionsOf(row, workspace);
   await refusedAsInvalid(async () => {
     try {
-      await client.schedule.create({ scheduleId: row.public_id, ...optionsOf(row, workspace) });
+      await client.schedule.create({ scheduleId: row.public_id, ...options });
     } catch (err) {
       if (!(err instanceof ScheduleAlreadyRunning)) throw err;
-      await client.schedule.getHandle(row.public_id).update(() => optionsOf(row, workspace));
+      await client.schedule.getHandle(row.public_id).update(() => options);
     }
   });
 }
