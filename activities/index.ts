@@ -2,6 +2,7 @@ export { generate } from './model';
 export { recordRunCancel, settleRun, startRun } from './runs';
 export { callTool, emitRunEvent } from './tools';
 export { turnIsNext } from './turns';
+export { closeAction, requireActions } from './actions';
 export { failUnstartedWork, purgeCancelRecords, settleAbandonedRuns } from './reconcile';
 export { beginIngestion, completeIngestion, failIngestion, indexDocument } from './knowledge';
 export { retrieveKnowledge } from './retrieval';

@@ -1,5 +1,5 @@
 import { logger } from '../infra/logger';
-import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runSettledChannel, type StreamEventType } from '../domain/streamEvents';
+import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runSettledChannel, WAITING, type StreamEventType } from '../domain/streamEvents';
 import { redis } from '../db/redis';
 import type { RunOutcome, RunResponse } from '../domain/runs';
 
@@ -37,6 +37,15 @@ export class RunEvents {
       .publish(runSettledChannel(this.runId), JSON.stringify(outcome))
       // Unheard, the waiting API answers from the workflow's outcome instead, a little later.
       .catch((err) => logger.warn({ err: String(err), run_id: this.runId }, 'run settlement not announced'));
+    this.last = Promise.all([this.last, published]);
+  }
+
+  /** Tells the API waiting to answer the run that it waits for people now (a non-streamed request answers 202). */
+  announceWaiting(): void {
+    const published = redis()
+      .publish(runSettledChannel(this.runId), JSON.stringify(WAITING))
+      // Unheard, the waiting request answers 202 when its bounded wait ends instead.
+      .catch((err) => logger.warn({ err: String(err), run_id: this.runId }, 'run waiting not announced'));
     this.last = Promise.all([this.last, published]);
   }
 

@@ -25,7 +25,7 @@ export interface BegunRun {
   conversationChannel: string;
 }
 
-const outboxOf = (input: RunInput) => new Outbox(input.workspace, { requestId: input.requestId, traceId: input.traceId, jobId: input.jobId, scheduleId: input.scheduleId });
+export const outboxOf = (input: RunInput) => new Outbox(input.workspace, { requestId: input.requestId, traceId: input.traceId, jobId: input.jobId, scheduleId: input.scheduleId });
 
 async function writeMessage(on: Sql, outbox: Outbox, m: { conversation: { id: number; publicId?: string }; runKey: number; role: 'user' | 'assistant'; content: unknown }): Promise<void> {
   const id = await insertMessage({ conversationId: m.conversation.id, runKey: m.runKey, role: m.role, content: m.content }, on);

@@ -16,6 +16,8 @@ import { planRun, type ExecutionTarget, type RunRequester } from './planRun';
 import { awaitedRuns, runAnswers } from '../infra/metrics';
 import { listenForSettlement, outcomeOf, type Settlement } from './settlements';
 import { interruptTurnsBefore } from './cancelRun';
+import { answerAccepted } from './answerAccepted';
+import { pendingActions } from '../db/runActions';
 
 export type { ExecutionTarget } from './planRun';
 
@@ -39,8 +41,8 @@ function respond(ctx: Ctx, outcome: RunOutcome): void {
   ctx.body = errorBody(outcome.error, outcome.run.request_id, outcome.run);
 }
 
-/** The run's outcome, or undefined when it is not over within `ms`. */
-function within(outcome: Promise<RunOutcome>, ms: number): Promise<RunOutcome | undefined> {
+/** The run's outcome, or undefined when it is not over within `ms` (or `outcome` gave none). */
+function within(outcome: Promise<RunOutcome | undefined>, ms: number): Promise<RunOutcome | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
   return Promise.race([outcome, late]).finally(() => clearTimeout(timer));
@@ -48,8 +50,9 @@ function within(outcome: Promise<RunOutcome>, ms: number): Promise<RunOutcome | 
 
 /**
  * Answers from the run: its event stream, or its outcome. The wait for the outcome is bounded
- * (timeout_ms plus a grace): past it the answer is 202 with the run as it stands, which the caller
- * polls, and which idempotency does not store, so a retry with the same key attaches to the run.
+ * (timeout_ms plus a grace), and ends when the run begins to wait for people: then the answer is 202
+ * with the run as it stands, which the caller polls, and which idempotency does not store, so a retry
+ * with the same key attaches to the run.
  */
 async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean, settlement?: Settlement): Promise<void> {
   ctx.state.runId = runId;
@@ -58,10 +61,14 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
     await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original });
     return;
   }
+  // A retry that attaches to a run waiting for people answers as the first request did.
+  if (!settlement && (await pendingActions(runId)).length > 0) return answerAsItStands(ctx, runId);
   let outcome: RunOutcome | undefined;
   awaitedRuns.inc();
   try {
-    outcome = await within(outcomeOf(handle, settlement), options.timeoutMs + config().apiWaitGraceMs);
+    // A run that waits for people is answered as it stands at once: its wait may last days.
+    const waits = settlement?.waitsForPeople.then(() => undefined) ?? new Promise<undefined>(() => undefined);
+    outcome = await within(Promise.race([outcomeOf(handle, settlement), waits]), options.timeoutMs + config().apiWaitGraceMs);
   } catch (err) {
     if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
     throw err;
@@ -69,10 +76,13 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
     awaitedRuns.dec();
   }
   if (outcome) return respond(ctx, outcome);
+  await answerAsItStands(ctx, runId);
+}
+
+/** 202: the run as it stands (queued, running, or waiting for people), not stored for idempotency. */
+async function answerAsItStands(ctx: Ctx, runId: string): Promise<void> {
   ctx.state.provisional = true;
-  ctx.status = 202;
-  ctx.set('Location', `/api/v2/runs/${runId}`);
-  ctx.body = await runAsItStands(ctx.state.principal!, runId);
+  answerAccepted(ctx, `/api/v2/runs/${runId}`, await runAsItStands(ctx.state.principal!, runId));
 }
 
 /**

@@ -1,11 +1,10 @@
 import { chooseConfiguration, type AgentConfig, type ConfigurationChoice } from '../domain/agents';
-import { maxRunCost } from '../domain/billing';
+import { costInputOf, maxRunCost } from '../domain/billing';
 import { ServiceError } from '../domain/errors';
 import { hasPrefix, mintTraceId } from '../domain/ids';
 import { knowledgePlan, type KnowledgePlan } from '../domain/knowledge';
-import { conversational, type RunInput, type RunKind } from '../domain/runs';
+import { type RunInput, type RunKind } from '../domain/runs';
 import type { Scope } from '../domain/scopes';
-import { toolSpecs } from '../domain/tools';
 import type { ConversationRecord } from '../db/conversations';
 import { findRunnableAgent, type RunnableAgent } from '../db/agents';
 import { reserveCredits, reserveTurn } from '../db/creditReservations';
@@ -102,14 +101,7 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
   await begin();
   // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
   // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
-  const maximum = maxRunCost({
-    config,
-    request: [request.input, request.attachments],
-    format: request.options.responseFormat,
-    tools: toolSpecs(config, request.options.toolPolicy),
-    memory: conversational(target.kind) && request.options.memoryPolicy === 'auto',
-    knowledge: knowledge.collections.length > 0,
-  });
+  const maximum = maxRunCost(costInputOf({ config, kind: target.kind, input: request.input, attachments: request.attachments, options: request.options }));
   const { held, turn } = await holdCredits(workspace.id, runId, maximum, target);
   if (!held) {
     throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);

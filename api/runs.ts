@@ -4,6 +4,8 @@ import type { Scope } from '../domain/scopes';
 import { ZERO_USAGE } from '../domain/usage';
 import type { RunStatus } from '../domain/errors';
 import { findRun } from '../db/runs';
+import { pendingActions } from '../db/runActions';
+import { requiredAction } from '../domain/actions';
 import { describeRun, type RunWorkflowState } from '../workflows/agentRun.client';
 import { workspaceOf } from './middleware/auth';
 import type { Principal } from './state';
@@ -35,6 +37,8 @@ export async function runAsItStands(principal: Principal, publicId: string): Pro
   const row = await findRun(workspace.id, publicId);
   if (row && !readable(principal, row.kind)) throw notFound('run_not_found');
   if (row) {
+    // Only a running run waits for people: its pending calls are its required_action.
+    const waitsOn = row.status === 'running' ? await pendingActions(row.public_id) : [];
     return toRunResponse({
       id: row.public_id,
       status: row.status,
@@ -47,6 +51,7 @@ export async function runAsItStands(principal: Principal, publicId: string): Pro
       metadata: row.metadata,
       requestId: row.request_id,
       traceId: row.trace_id,
+      ...(waitsOn.length > 0 && { requiredAction: requiredAction(row.public_id, waitsOn) }),
     });
   }
   if (!hasPrefix('run', publicId)) throw notFound('run_not_found');

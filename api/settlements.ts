@@ -2,7 +2,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { subscriber } from '../db/redis';
 import type { RunOutcome } from '../domain/runs';
-import { runSettledChannel } from '../domain/streamEvents';
+import { runSettledChannel, WAITING } from '../domain/streamEvents';
 import { logger } from '../infra/logger';
 
 /**
@@ -16,7 +16,10 @@ import { logger } from '../infra/logger';
 const FIRST_ASK_MS = 2_000;
 const LONGEST_ASK_INTERVAL_MS = 30_000;
 
-const waiting = new Map<string, (outcome: RunOutcome) => void>();
+/** What a run's settlement channel carries: its outcome, or the news that it waits for people (WAITING). */
+type Announcement = RunOutcome | typeof WAITING;
+
+const waiting = new Map<string, (announcement: Announcement) => void>();
 let listening = false;
 
 function channels() {
@@ -27,7 +30,7 @@ function channels() {
       const answer = waiting.get(channel);
       if (!answer) return;
       try {
-        answer(JSON.parse(message) as RunOutcome);
+        answer(JSON.parse(message) as Announcement);
       } catch (err) {
         // Not a settlement this service wrote: the answer comes from the workflow instead.
         logger.warn({ err: String(err), channel }, 'unreadable run settlement ignored');
@@ -42,6 +45,8 @@ export interface Settlement {
   ready: Promise<boolean>;
   /** The outcome the settling worker published (it never rejects; it may never resolve). */
   outcome: Promise<RunOutcome>;
+  /** Resolves when the run begins to wait for people (docs/api.md, "Actions"); it may never resolve. */
+  waitsForPeople: Promise<void>;
   /** Aborted by stop(): nothing more is asked about the run. */
   signal: AbortSignal;
   stop(): void;
@@ -54,7 +59,11 @@ export interface Settlement {
  */
 export function listenForSettlement(runId: string): Settlement {
   const channel = runSettledChannel(runId);
-  const outcome = new Promise<RunOutcome>((resolve) => waiting.set(channel, resolve));
+  let settle!: (outcome: RunOutcome) => void;
+  let wait!: () => void;
+  const outcome = new Promise<RunOutcome>((resolve) => (settle = resolve));
+  const waitsForPeople = new Promise<void>((resolve) => (wait = resolve));
+  waiting.set(channel, (announcement) => ('run' in announcement ? settle(announcement) : wait()));
   const stopped = new AbortController();
   const ready = channels()
     .subscribe(channel)
@@ -68,6 +77,7 @@ export function listenForSettlement(runId: string): Settlement {
   return {
     ready,
     outcome,
+    waitsForPeople,
     signal: stopped.signal,
     stop() {
       stopped.abort();

@@ -52,6 +52,8 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     'X-Stream-Version': STREAM_VERSION,
     'X-Request-Id': o.requestId,
   });
+  // Sent now, not with the first event: a stream resumed while its run waits for people may have none for hours.
+  res.flushHeaders();
   res.socket?.setNoDelay(true);
   openStreams.inc();
   let closed = false;
@@ -71,9 +73,12 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     countAnswer(type, data);
     end();
   };
+  // A run that waits for people is not cancelled by its stream going away: its client comes back with Last-Event-ID.
+  let cancelOnDisconnect = o.cancelOnDisconnect;
   const relay = (entries: StreamEntry[]) => {
     for (const { id, type, data } of entries) {
       if (over()) return;
+      if (type === 'response.tool.action_required') cancelOnDisconnect = false;
       if (TERMINAL_EVENTS.has(type)) finish(type, data, id);
       else write(sseFrame(type, data, id));
     }
@@ -87,7 +92,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     closed = true;
     end();
     // A connection closed while this instance shuts down was closed by the shutdown, not by the client.
-    if (!terminal && !handedOver && !isShuttingDown() && o.cancelOnDisconnect) cancelRun(handle, o.runId).catch(() => undefined);
+    if (!terminal && !handedOver && !isShuttingDown() && cancelOnDisconnect) cancelRun(handle, o.runId).catch(() => undefined);
   });
   const unregister = onShutdown(() => {
     handedOver = true;

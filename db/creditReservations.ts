@@ -109,3 +109,21 @@ export async function releaseReservation(runId: string, minAgeMs: number, on: Sq
   const [row] = await on.rows<{ credits: string; conversationId: string | null }>(RELEASE, [runId, minAgeMs / 1000]);
   return { credits: Number(row?.credits ?? 0), conversationId: row?.conversationId == null ? null : Number(row.conversationId) };
 }
+
+// What the hold keeps is never raised here: only lowered, and the difference given back to the balance.
+const LOWER = statement(
+  `WITH cut AS (
+     UPDATE credit_reservations c SET credits = $2 FROM (SELECT credits AS before FROM credit_reservations WHERE run_public_id = $1) o
+      WHERE c.run_public_id = $1 AND c.credits > $2 RETURNING c.workspace_id, o.before - $2 AS back
+   )
+   UPDATE workspaces w SET credits = w.credits + cut.back FROM cut WHERE w.id = cut.workspace_id RETURNING cut.back`,
+);
+
+/**
+ * Lowers a running run's hold to `keep` credits (what it has consumed and what its remaining calls
+ * may cost) while it waits for people, giving the rest back: credits - keep, or 0 when it held no more.
+ */
+export async function lowerHold(runId: string, keep: number, on: Sql = sql): Promise<number> {
+  const [row] = await on.rows<{ back: string }>(LOWER, [runId, keep]);
+  return Number(row?.back ?? 0);
+}

@@ -15,12 +15,23 @@ export type AgentStatus = (typeof AGENT_STATUSES)[number];
 /** Statuses that may execute with the preview option and the agent:preview scope. */
 const PREVIEWABLE: ReadonlySet<AgentStatus> = new Set(['active', 'draft', 'paused', 'preview']);
 
-export interface HttpToolConfig {
+interface FunctionTool {
   type: 'http';
   name: string;
   description?: string;
   parameters?: Record<string, unknown>;
+}
+
+/** A tool the service calls over HTTP; `approval: required` makes each call wait for a person's decision first. */
+export interface HttpToolConfig extends FunctionTool {
   url: string;
+  runs_on?: 'service';
+  approval?: 'required';
+}
+
+/** A tool the caller runs: each call waits for the caller's output (domain/actions.ts). */
+export interface ClientToolConfig extends FunctionTool {
+  runs_on: 'client';
 }
 
 export interface HandoffToolConfig {
@@ -29,7 +40,7 @@ export interface HandoffToolConfig {
   description?: string;
 }
 
-export type ToolConfig = HttpToolConfig | HandoffToolConfig;
+export type ToolConfig = HttpToolConfig | ClientToolConfig | HandoffToolConfig;
 
 /** What callers may not send: it comes only from here. */
 export interface AgentConfig {
@@ -40,6 +51,8 @@ export interface AgentConfig {
   knowledge?: { collections?: string[]; policy?: 'auto' | 'none' | 'required' };
   memory?: { enabled?: boolean; max_messages?: number };
   max_output_tokens?: number;
+  /** How long a tool call waits for a person's decision or the caller's output before it is denied. */
+  action_timeout_seconds?: number;
 }
 
 export type ConfigurationChoice = 'published' | 'draft';

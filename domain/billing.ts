@@ -1,8 +1,8 @@
 import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } from './agents';
-import { REPAIR_ATTEMPTS, type ResponseFormat } from './runs';
-import { MAX_TOOL_ROUNDS } from './tools';
+import { conversational, REPAIR_ATTEMPTS, type ResponseFormat, type RunInput } from './runs';
+import { MAX_TOOL_ROUNDS, toolSpecs } from './tools';
 import { estimateTokens, type Usage } from './usage';
-import { KNOWLEDGE_CONTEXT_TOKENS } from './knowledge';
+import { KNOWLEDGE_CONTEXT_TOKENS, knowledgePlan } from './knowledge';
 
 /** The ledger line a run bills to: its channel, or the conversation's when it stated none. */
 export function ledgerLine(channel: string, conversationChannel: string | undefined): string {
@@ -34,7 +34,34 @@ const TOOL_RESULT_TOKENS = 4_096;
  * given) and the output cap. The run
  * reserves this from its workspace's balance, and is never charged more than it reserved.
  */
-export function maxRunCost(r: { config: AgentConfig; request: unknown; format: ResponseFormat; tools: unknown[]; memory: boolean; knowledge: boolean }): number {
+export function maxRunCost(r: RunCostInput): number {
+  const { calls, perCall } = callBound(r);
+  return calls * perCall;
+}
+
+export interface RunCostInput {
+  config: AgentConfig;
+  request: unknown;
+  format: ResponseFormat;
+  tools: unknown[];
+  memory: boolean;
+  knowledge: boolean;
+}
+
+/** What bounds a run's cost, from what it was asked: the same at acceptance (planRun) and while it runs. */
+export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments' | 'options'> & { config: AgentConfig }): RunCostInput {
+  return {
+    config: run.config,
+    request: [run.input, run.attachments],
+    format: run.options.responseFormat,
+    tools: toolSpecs(run.config, run.options.toolPolicy),
+    memory: conversational(run.kind) && run.options.memoryPolicy === 'auto',
+    knowledge: knowledgePlan(run.config, run.options.knowledgePolicy).collections.length > 0,
+  };
+}
+
+/** maxRunCost in its two factors: how many model calls the run may make, and the most one of them can cost. */
+export function callBound(r: RunCostInput): { calls: number; perCall: number } {
   const toolsOffered = r.tools.length > 0;
   const output = r.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   const calls = 1 + (toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
@@ -42,5 +69,14 @@ export function maxRunCost(r: { config: AgentConfig; request: unknown; format: R
   const toolRounds = toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
   // Every call sends the instructions, the request, the response format (its schema), the tools offered and the retrieved passages.
   const prompt = estimateTokens(JSON.stringify([r.config.instructions ?? '', r.request, r.format, r.tools])) + history + toolRounds + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);
-  return calls * (prompt + output);
+  return { calls, perCall: prompt + output };
+}
+
+/**
+ * What a run that waits for people keeps held (docs/api.md, "Actions"): what it has consumed, and the
+ * most its calls still to come may cost. The rest goes back to the balance while it waits.
+ */
+export function heldWhileWaiting(r: RunCostInput, callsMade: number, consumed: number): number {
+  const { calls, perCall } = callBound(r);
+  return consumed + Math.max(0, calls - callsMade) * perCall;
 }

@@ -3,6 +3,9 @@
  * status it answers and the status a run ends in when the failure ends a run that had started.
  */
 export const ERROR_TABLE = {
+  // Not in the spec's table: tool calls that wait for people are beyond it (docs/api.md, "Actions").
+  action_not_found: { http: 404, runStatus: 'failed' },
+  action_not_pending: { http: 409, runStatus: 'failed' },
   agent_not_available: { http: 409, runStatus: 'failed' },
   agent_not_found: { http: 404, runStatus: 'failed' },
   authentication_error: { http: 401, runStatus: 'failed' },

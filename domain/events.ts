@@ -40,6 +40,12 @@ export const EVENT_CATALOGUE = {
   'agent.run.started': { resource: 'run', scope: 'agents:read', preview: false, fires_when: 'A run begins (any kind: response, agent run, message, report, extraction).' },
   'agent.run.completed': { resource: 'run', scope: 'agents:read', preview: false, fires_when: 'A run settles as completed.' },
   'agent.run.failed': { resource: 'run', scope: 'agents:read', preview: false, fires_when: 'A run settles as failed, cancelled or blocked.' },
+  'agent.run.action_required': {
+    resource: 'run',
+    scope: 'agents:read',
+    preview: false,
+    fires_when: 'A run waits for people: a tool call needs an approval, or a client tool its output (`required_action`, without the arguments: read them from the run). Answer with POST /api/v2/runs/{run_id}/actions. Time-sensitive.',
+  },
   'schedule.run_blocked': {
     resource: 'schedule_firing',
     scope: 'schedules:read',

@@ -2,6 +2,7 @@ import type { AgentConfig } from './agents';
 import type { ErrorCode, RunStatus } from './errors';
 import type { TurnRef } from './turns';
 import type { Usage } from './usage';
+import type { RequiredAction } from './actions';
 
 /**
  * What a run was asked for by: /responses (stateless: no copy of the exchange is kept), an agent run
@@ -93,9 +94,11 @@ export interface RunResponse {
   metadata: Record<string, unknown>;
   request_id: string;
   trace_id: string;
+  /** While the run waits for people (domain/actions.ts). */
+  required_action?: RequiredAction;
 }
 
-/** The run response object; `conversation` only for runs whose conversation is public. */
+/** The run response object; `conversation` only for runs whose conversation is public, `required_action` only while it waits. */
 export function toRunResponse(f: {
   id: string;
   status: RunStatus;
@@ -107,6 +110,7 @@ export function toRunResponse(f: {
   metadata: Record<string, unknown>;
   requestId: string;
   traceId: string;
+  requiredAction?: RequiredAction;
 }): RunResponse {
   return {
     id: f.id,
@@ -119,6 +123,7 @@ export function toRunResponse(f: {
     metadata: f.metadata,
     request_id: f.requestId,
     trace_id: f.traceId,
+    ...(f.requiredAction && { required_action: f.requiredAction }),
   };
 }
 

@@ -11,6 +11,7 @@ export const STREAM_EVENT_TYPES = [
   'response.tool.started',
   'response.tool.completed',
   'response.tool.failed',
+  'response.tool.action_required',
   'response.completed',
   'response.failed',
   'response.cancelled',
@@ -32,6 +33,9 @@ export function runEventsKey(runId: string): string {
 export function runSettledChannel(runId: string): string {
   return `run:${runId}:settled`;
 }
+
+/** Published on a run's settlement channel when it begins to wait for people: not an outcome, the run goes on. */
+export const WAITING = { action_required: true } as const;
 
 /**
  * The Redis channel on which the API announces that it cancelled a run, so that the worker holding

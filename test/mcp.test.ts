@@ -4,7 +4,7 @@ import * as admin from '../admin/commands';
 import { resetOAuthProvider } from '../api/oauth/provider';
 import { resetConfig } from '../infra/config';
 import { connect, member, useOAuthFlow } from './support/oauthFlow';
-import { call, tenant, useApi, type Tenant } from './support/stack';
+import { call, scriptModel, tenant, useApi, type Tenant } from './support/stack';
 
 const api = useApi();
 useOAuthFlow(api);
@@ -187,6 +187,17 @@ describe('MCP tools', () => {
     // The same answers as the HTTP endpoint itself.
     const viaHttp = await call(api.url, 'GET', '/api/v2/usage?days=7', { key: t.key });
     expect(usage.body.result.structuredContent).toEqual(viaHttp.body);
+  });
+
+  it('a run that waits for people answers with isError text naming the run and the action endpoint', async () => {
+    const waits = await tenant({ scopes: ALL_TOOL_SCOPES, config: { tools: [{ type: 'http', name: 'get_location', parameters: { type: 'object' }, runs_on: 'client' }] } });
+    await scriptModel(waits.model, [{ toolCalls: [{ name: 'get_location', arguments: '{}' }] }, { text: 'unused' }]);
+    const run = await callTool(waits.key, 'run_agent', { agent: waits.agent, input: 'where am I?' });
+    expect(run.status).toBe(200);
+    expect(run.body.result.isError).toBe(true);
+    const runId = /Run (run_\w+) is waiting/.exec(run.body.result.content[0].text)![1];
+    expect(run.body.result.content[0].text).toContain(`get_location (call call_0: runs on the client). Answer with POST /api/v2/runs/${runId}/actions`);
+    expect((await call(api.url, 'GET', `/api/v2/runs/${runId}`, { key: waits.key })).body.required_action.calls[0]).toMatchObject({ call_id: 'call_0', type: 'client_tool' });
   });
 
   it('failures inside a tool are 200 results with isError and readable text: not found, bad argument, credit, rate limit', async () => {

@@ -1,6 +1,7 @@
 import { isGrpcServiceError, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { RunInput } from '../domain/runs';
-import { RUN_QUEUE, runStartOptions, turnEnded, type AgentRunWorkflow, type QueuedRunMemo } from './agentRun.options';
+import { answerAction, RUN_QUEUE, runStartOptions, turnEnded, type AgentRunWorkflow, type QueuedRunMemo } from './agentRun.options';
+import type { ActionAnswer, ActionOutcome } from '../domain/actions';
 import { SEARCH_ATTRIBUTES } from './registry';
 import { sharesWorkerConnection } from '../infra/temporalClient';
 
@@ -44,6 +45,14 @@ export async function wakeTurn(client: Client, runId: string): Promise<void> {
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND))) throw err;
   }
+}
+
+/**
+ * Answers a call the run waits on, once: the update's id is the call's (per round), so a second answer
+ * to the same call, however it differs, gets the first one's outcome (Temporal deduplicates it).
+ */
+export function answerRunAction(client: Client, runId: string, updateId: string, answer: ActionAnswer): Promise<ActionOutcome> {
+  return runHandle(client, runId).executeUpdate(answerAction, { args: [answer], updateId });
 }
 
 export type RunWorkflowState = 'open' | 'completed' | 'cancelled' | 'ended';

@@ -1,4 +1,5 @@
-import { defineSignal } from '@temporalio/workflow';
+import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import { longestWaitMs, type ActionAnswer, type ActionOutcome } from '../domain/actions';
 import type { RunInput, RunOutcome, RunResponse } from '../domain/runs';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { runDescribed } from './summaries';
@@ -12,6 +13,13 @@ export type AgentRunWorkflow = (input: RunInput) => Promise<RunOutcome>;
 
 /** Sent to a queued turn when a turn of its conversation ends: it looks whether it is next. */
 export const turnEnded = defineSignal('turnEnded');
+
+/**
+ * A caller's answer to a tool call the run waits on (POST /runs/{id}/actions): validated before it is
+ * accepted (a call the run does not wait on, or the wrong kind of answer, never reaches history), and
+ * answered with what became of the call once that is recorded. Its update id is the call's, per round.
+ */
+export const answerAction = defineUpdate<ActionOutcome, [ActionAnswer]>('answerAction');
 
 /** The queue agentRun workflows run on. */
 export const RUN_QUEUE: TaskQueue = 'agent-runs';
@@ -37,7 +45,8 @@ export function runStartOptions(input: RunInput, taskQueue: string = RUN_QUEUE) 
     taskQueue,
     workflowId: input.runId,
     args: [input] as [RunInput],
-    workflowExecutionTimeout: input.options.timeoutMs + RUN_EXECUTION_MARGIN_MS,
+    // A run that may wait for people has room for its waits (the wait is not part of timeout_ms).
+    workflowExecutionTimeout: input.options.timeoutMs + RUN_EXECUTION_MARGIN_MS + longestWaitMs(input.agent.config),
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.workspaceId, value: input.workspace.publicId },
       { key: SEARCH_ATTRIBUTES.agentId, value: input.agent.publicId },

@@ -17,7 +17,9 @@ import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
 import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from './timings';
-import { turnEnded } from './agentRun.options';
+import { answerAction, turnEnded } from './agentRun.options';
+import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionType, type RequiredCall } from '../domain/actions';
+import { creditsFor } from '../domain/billing';
 import type { TurnRef } from '../domain/turns';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
@@ -60,9 +62,16 @@ const PARALLEL_TOOLS_PATCH = 'parallel-tool-calls';
  * settles even after a long database outage; one that never does (terminated, timed out) is
  * settled by the reconciler instead.
  */
-const { settleRun, emitRunEvent, recordRunCancel, turnIsNext } = namedLocalActivities(
+const { settleRun, emitRunEvent, recordRunCancel, turnIsNext, requireActions, closeAction } = namedLocalActivities(
   { startToCloseTimeout: '10s', retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' } },
-  { settleRun: 'settle: status, ledger, log and events', emitRunEvent: 'stream event', recordRunCancel: 'record the cancel', turnIsNext: 'is it this turn’s turn' },
+  {
+    settleRun: 'settle: status, ledger, log and events',
+    emitRunEvent: 'stream event',
+    recordRunCancel: 'record the cancel',
+    turnIsNext: 'is it this turn’s turn',
+    requireActions: 'wait for people: record the calls, lower the hold, tell',
+    closeAction: 'record what became of a call that waited',
+  },
 );
 
 function handoffReason(args: string): string {
@@ -168,6 +177,29 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   let passages: Passage[] = [];
   const passageRefs = () => passages.map(({ chunk, document, rank }) => ({ chunk, document, rank }));
 
+  /** The calls of the current tool round that wait for people, by call id, until each is closed. */
+  const waiting = new Map<string, { type: ActionType; answer?: ActionAnswer; closing?: boolean; outcome?: ActionOutcome }>();
+  // Refused here, an answer never reaches history: a call the run does not wait on (now), or the wrong kind of answer.
+  setHandler(
+    answerAction,
+    async (answer) => {
+      const call = waiting.get(answer.call_id)!;
+      call.answer = answer;
+      call.closing = true;
+      // Answered once what became of the call is recorded, so the run read after it shows it.
+      await condition(() => call.outcome !== undefined);
+      return call.outcome!;
+    },
+    {
+      validator: (answer) => {
+        const call = waiting.get(answer.call_id);
+        if (!call || call.closing) throw new Error(`The run does not wait on call ${answer.call_id}.`);
+        const mismatch = answerMismatch(call.type, answer);
+        if (mismatch) throw new Error(mismatch);
+      },
+    },
+  );
+
   const ask = async (repair?: { previous: string; problems: string[] }) => {
     const call = {
       deadline,
@@ -202,12 +234,19 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     const tool = findTool(input.agent.config, call.name);
     const event = { id: input.runId, call_id: call.id, tool: call.name };
     if (!tool) return `No tool named ${call.name} is available.`;
+    const waited = waiting.get(call.id)?.outcome;
+    if (waited && waited.status !== 'approved') {
+      if (waited.status === 'answered') return answers.get(call.id)!.slice(0, MAX_ACTION_OUTPUT_CHARS);
+      return notMadeResult(waited.status === 'denied' ? 'denied' : 'expired', waited.reason);
+    }
     if (tool.type === 'handoff') {
       await emitRunEvent(input.runId, 'response.tool.started', event);
       handoff = { reason: handoffReason(call.arguments) };
       await emitRunEvent(input.runId, 'response.tool.completed', event);
       return 'Handed off to a person.';
     }
+    // A client tool's call was answered above: this one is the service's.
+    if (tool.runs_on === 'client') return `No tool named ${call.name} is available.`;
     try {
       return await callTool({ runId: input.runId, deadline, workspacePublicId: input.workspace.publicId, callId: call.id, tool, arguments: call.arguments });
     } catch (err) {
@@ -270,6 +309,42 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     return undefined;
   }
 
+  /** Client tools' outputs, by call id, for the round under way. */
+  const answers = new Map<string, string>();
+  /**
+   * running, waiting for people: the calls of this round that need an approval or the caller's output
+   * are recorded (required_action) and each waits for its answer (answerAction) until the agent's
+   * action timeout, then is denied. The wait is not part of timeout_ms: the deadline moves by it.
+   */
+  async function awaitPeople(round: number, toolCalls: ToolCall[]): Promise<void> {
+    waiting.clear();
+    answers.clear();
+    const expiresAt = Date.now() + actionTimeoutMs(input.agent.config);
+    const required: RequiredCall[] = [];
+    for (const call of toolCalls) {
+      const tool = findTool(input.agent.config, call.name);
+      const type = tool && actionOf(tool);
+      if (!type) continue;
+      waiting.set(call.id, { type });
+      required.push({ call_id: call.id, type, tool: call.name, ...(type === 'client_tool' && { arguments: call.arguments }), expires_at: new Date(expiresAt).toISOString() });
+    }
+    if (required.length === 0) return;
+    const since = Date.now();
+    await requireActions({ input, round, calls: required, callsMade: calls, consumed: creditsFor(usage) });
+    await Promise.all(
+      required.map(async ({ call_id, tool }) => {
+        const call = waiting.get(call_id)!;
+        const answered = await condition(() => call.answer !== undefined, expiresAt - Date.now());
+        call.closing = true;
+        const answer = answered ? call.answer! : undefined;
+        if (answer?.output !== undefined) answers.set(call_id, answer.output);
+        const status = !answer ? 'expired' : answer.output !== undefined ? 'answered' : answer.decision === 'approve' ? 'approved' : 'denied';
+        call.outcome = await closeAction({ runId: input.runId, round, callId: call_id, tool, status, ...(answer?.reason !== undefined && { reason: answer.reason }) });
+      }),
+    );
+    deadline.at += Date.now() - since;
+  }
+
   async function respond(): Promise<OutputItem[] | Failure> {
     const waited = input.turn && (await awaitTurn(input.turn));
     if (waited) return waited;
@@ -279,6 +354,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     for (let round = 0; reply.toolCalls.length > 0; round++) {
       if (round === MAX_TOOL_ROUNDS) return { code: 'tool_execution_failed', message: `The agent did not answer within ${MAX_TOOL_ROUNDS} tool rounds.` };
       toolTurns.push({ role: 'assistant', content: reply.text || null, tool_calls: reply.toolCalls });
+      await awaitPeople(round, reply.toolCalls);
       // The calls of one reply run at once, each its own activity; their results go back in the model's order.
       const results = patched(PARALLEL_TOOLS_PATCH) ? await Promise.all(reply.toolCalls.map(useTool)) : await oneAfterAnother(reply.toolCalls, useTool);
       for (const [i, result] of results.entries()) {

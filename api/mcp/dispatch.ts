@@ -2,6 +2,7 @@ import type { RequestListener } from 'node:http';
 import { ServiceError } from '../../domain/errors';
 import { inject } from 'light-my-request';
 import type { Principal } from '../state';
+import type { RunResponse } from '../../domain/runs';
 import { insufficientScope } from './challenge';
 import {
   eraOf,
@@ -133,8 +134,22 @@ function toolError(text: string) {
   return { content: [{ type: 'text', text }], isError: true };
 }
 
+/**
+ * A run that waits for people (a call needs approval, or is the client's to run) has no answer yet: the
+ * tool result says so, and where the wait is answered (docs/api.md, "Actions").
+ */
+function waitsFor(a: ApiAnswer): string | undefined {
+  const run = a.status === 202 ? (a.body as Partial<RunResponse> | undefined) : undefined;
+  const action = run?.required_action;
+  if (!action) return undefined;
+  const calls = action.calls.map((c) => `${c.tool} (call ${c.call_id}: ${c.type === 'approval' ? 'needs an approval' : 'runs on the client'})`).join(', ');
+  return `Run ${run.id} is waiting for people: ${calls}. Answer with POST ${action.submit_to} ({"call_id", "decision": "approve" | "deny"} or {"call_id", "output"}); then read the run with GET /api/v2/runs/${run.id}.`;
+}
+
 /** A success is the endpoint's JSON, as text and as structured content; a failure, readable text (isError). */
 function toolResult(a: ApiAnswer) {
+  const waits = waitsFor(a);
+  if (waits) return toolError(waits);
   if (a.status < 400) {
     const structured = a.body !== null && typeof a.body === 'object' ? a.body : { value: a.body };
     return { content: [{ type: 'text', text: JSON.stringify(structured) }], structuredContent: structured, isError: false };

@@ -1,6 +1,7 @@
 import { STREAM_VERSION } from '../../domain/streamEvents';
 import type { ErrorCode } from '../../domain/errors';
-import { anyObject, closed, constant, integer, publicId, ref, string, type JsonSchema } from './jsonSchema';
+import { anyObject, closed, constant, integer, oneOfValues, publicId, ref, string, timestamp, type JsonSchema } from './jsonSchema';
+import { ACTION_TYPES } from '../../domain/actions';
 import { json, LOCATION } from './operation';
 
 export const executionSchemas: Record<string, JsonSchema> = {
@@ -25,8 +26,23 @@ export const executionSchemas: Record<string, JsonSchema> = {
       metadata: anyObject('Free-form, as sent.'),
       request_id: publicId('request'),
       trace_id: string({ pattern: '^[0-9a-f]{32}$', description: 'W3C trace id.' }),
+      required_action: ref('RequiredAction'),
     },
-    { optional: ['conversation'], description: 'The run response object.' },
+    { optional: ['conversation', 'required_action'], description: 'The run response object.' },
+  ),
+  RequiredCall: closed(
+    {
+      call_id: string({ description: 'The model\'s id for the call: name it in the answer.' }),
+      type: oneOfValues(ACTION_TYPES, '`approval`: answer with a `decision`; `client_tool`: run the tool and answer with its `output`.'),
+      tool: string({ description: 'The tool\'s name.' }),
+      arguments: string({ description: 'A client tool\'s arguments, JSON text as the model wrote them (only for `client_tool`).' }),
+      expires_at: timestamp('When the call is denied if no answer has come (the agent\'s `action_timeout_seconds`).'),
+    },
+    { optional: ['arguments'], description: 'A tool call the run waits on.' },
+  ),
+  RequiredAction: closed(
+    { calls: { type: 'array', items: ref('RequiredCall'), minItems: 1 }, submit_to: string({ description: 'Where to answer: POST this path.' }) },
+    { description: 'Present while a `running` run waits for people (docs: "Actions"): the calls it waits on. Absent otherwise.' },
   ),
 };
 

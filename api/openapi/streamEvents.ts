@@ -1,5 +1,6 @@
 import { STREAM_EVENT_TYPES, STREAM_VERSION, type StreamEventType } from '../../domain/streamEvents';
-import { closed, constant, integer, publicId, ref, string, type JsonSchema } from './jsonSchema';
+import { closed, constant, integer, oneOfValues, publicId, ref, string, timestamp, type JsonSchema } from './jsonSchema';
+import { ACTION_TYPES } from '../../domain/actions';
 
 const delta = closed(
   {
@@ -37,6 +38,19 @@ const DATA: Record<StreamEventType, { schema: JsonSchema; meaning: string }> = {
   'response.tool.started': { meaning: 'A tool call begun.', schema: closed(tool) },
   'response.tool.completed': { meaning: 'A tool call finished.', schema: closed(tool) },
   'response.tool.failed': { meaning: 'A tool call failed.', schema: closed({ ...tool, error: string() }) },
+  'response.tool.action_required': {
+    meaning: 'The run waits for people (docs: "Actions"): an approval of the call, or the client tool\'s output, sent to `submit_to`. The stream stays open (keep-alives); its client going away no longer cancels the run, so it may come back with `Last-Event-ID`.',
+    schema: closed(
+      {
+        ...tool,
+        type: oneOfValues(ACTION_TYPES),
+        arguments: string({ description: 'A client tool\'s arguments (JSON text), only for `client_tool`.' }),
+        expires_at: timestamp(),
+        submit_to: string({ description: 'Where to answer: POST this path.' }),
+      },
+      { optional: ['arguments'] },
+    ),
+  },
   'response.completed': { meaning: 'Terminal: the final run object.', schema: ref('RunResponse') },
   'response.failed': { meaning: 'Terminal: the error object of a JSON failure (`error`, and the run\'s `id`, `status`, `trace_id`).', schema: ref('Error') },
   'response.cancelled': { meaning: 'Terminal: the run object, `status` `cancelled`.', schema: ref('RunResponse') },

@@ -2,28 +2,32 @@ import * as yup from 'yup';
 import type { AgentConfig } from '../../domain/agents';
 import { config } from '../../infra/config';
 import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../../domain/knowledge';
+import { MAX_ACTION_TIMEOUT_S } from '../../domain/actions';
 
-const toolSchema = yup.lazy((tool: { type?: string } | undefined) =>
-  tool?.type === 'handoff'
-    ? yup.object({ type: yup.string().oneOf(['handoff']).required(), name: yup.string().matches(/^[a-zA-Z0-9_-]{1,64}$/), description: yup.string() }).noUnknown().strict()
-    : yup
-        .object({
-          type: yup.string().oneOf(['http'], 'tool type must be http or handoff').required(),
-          name: yup.string().required().matches(/^[a-zA-Z0-9_-]{1,64}$/, 'tool name must be 1-64 letters, digits, _ or -'),
-          description: yup.string(),
-          parameters: yup.object(),
-          // Plain http only where private targets are allowed (a local test receiver), never in production.
-          // Any URL the WHATWG parser accepts (IPv6 literals included); whether its address may be reached is
-          // decided when the tool connects (activities/tools.ts), not here.
-          url: yup
-            .string()
-            .required()
-            .test('url', 'tool url must be a valid URL', (url) => url === undefined || URL.canParse(url))
-            .test('https', 'tool url must be https', (url) => url === undefined || url.startsWith('https://') || (config().webhookAllowPrivateTargets && url.startsWith('http://'))),
-        })
-        .noUnknown()
-        .strict(),
-);
+const TOOL_NAME = yup.string().required().matches(/^[a-zA-Z0-9_-]{1,64}$/, 'tool name must be 1-64 letters, digits, _ or -');
+const functionTool = { type: yup.string().oneOf(['http'], 'tool type must be http or handoff').required(), name: TOOL_NAME, description: yup.string(), parameters: yup.object() };
+
+const handoffTool = yup.object({ type: yup.string().oneOf(['handoff']).required(), name: yup.string().matches(/^[a-zA-Z0-9_-]{1,64}$/), description: yup.string() }).noUnknown().strict();
+/** A tool the caller runs (domain/actions.ts): no URL, and no approval (the caller decides by running it or not). */
+const clientTool = yup.object({ ...functionTool, runs_on: yup.string().oneOf(['client']).required() }).noUnknown().strict();
+const httpTool = yup
+  .object({
+    ...functionTool,
+    // Plain http only where private targets are allowed (a local test receiver), never in production.
+    // Any URL the WHATWG parser accepts (IPv6 literals included); whether its address may be reached is
+    // decided when the tool connects (activities/tools.ts), not here.
+    url: yup
+      .string()
+      .required()
+      .test('url', 'tool url must be a valid URL', (url) => url === undefined || URL.canParse(url))
+      .test('https', 'tool url must be https', (url) => url === undefined || url.startsWith('https://') || (config().webhookAllowPrivateTargets && url.startsWith('http://'))),
+    runs_on: yup.string().oneOf(['service', 'client'], 'tool runs_on must be service or client'),
+    approval: yup.string().oneOf(['required'], 'tool approval must be required when given'),
+  })
+  .noUnknown()
+  .strict();
+
+const toolSchema = yup.lazy((tool: { type?: string; runs_on?: string } | undefined) => (tool?.type === 'handoff' ? handoffTool : tool?.runs_on === 'client' ? clientTool : httpTool));
 
 /** Collections an agent retrieves from, at most. */
 const MAX_AGENT_COLLECTIONS = 20;
@@ -44,6 +48,7 @@ export const agentConfigSchema = yup
       .strict(),
     memory: yup.object({ enabled: yup.boolean(), max_messages: yup.number().integer().min(0).max(200) }).noUnknown().strict(),
     max_output_tokens: yup.number().integer().min(1),
+    action_timeout_seconds: yup.number().integer().min(1).max(MAX_ACTION_TIMEOUT_S),
   })
   .noUnknown(true, 'agent config has an unknown key: ${unknown}')
   .strict();

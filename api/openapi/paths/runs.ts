@@ -1,8 +1,9 @@
 import { RUN_READER_SCOPES } from '../../runs';
-import { CancelRun, FollowRunEvents, ListRuns, ReadRun, RUN_KINDS } from '../../routes/runs/schema';
+import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun, RUN_KINDS } from '../../routes/runs/schema';
+import { ACTION_TYPES } from '../../../domain/actions';
 import { cursorList } from '../components';
 import { RUN_STATUSES } from '../errors';
-import { closed, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 
 const readers = { credential: 'workspace', scopes: RUN_READER_SCOPES } as const;
@@ -27,6 +28,19 @@ export const runs: Resource = {
         completed_at: orNull(timestamp()),
       },
       { description: 'A run in a list: metadata only, never its exchange (read one run for its output).' },
+    ),
+    RunAction: closed(
+      {
+        object: constant('run.action'),
+        run: publicId('run'),
+        call_id: string(),
+        type: oneOfValues(ACTION_TYPES),
+        tool: string(),
+        status: oneOfValues(['approved', 'denied', 'answered'], 'What became of the call: approved (the service makes it), denied (the model is told), answered (the client tool\'s output went to the model).'),
+        reason: string({ description: 'The reason given with the decision.' }),
+        answered_at: orNull(timestamp()),
+      },
+      { optional: ['reason'], description: 'A call the run waited on, as its (first) answer left it.' },
     ),
   },
   paths: {
@@ -65,6 +79,18 @@ export const runs: Resource = {
           '200': { description: 'The run\'s events.', headers: { 'X-Stream-Version': { description: 'The stream contract version.', schema: { type: 'string' } } }, content: { 'text/event-stream': { schema: ref('ResponseStream') } } },
         },
         errors: ['run_not_found'],
+      }),
+    },
+    '/api/v2/runs/{run_id}/actions': {
+      post: operation('post', {
+        id: 'answerRunAction',
+        summary: 'Answer a call the run waits on',
+        description: `Beyond the spec (docs: "Actions"). A \`running\` run whose \`required_action\` names calls waits for them: send a \`decision\` for an \`approval\`, or the \`output\` of a \`client_tool\`. Idempotent by \`call_id\`: a second answer to the same call, whatever it says, gets the first one's outcome. A call that expired (denied at its \`expires_at\`), or of a run that ended, is 409 \`action_not_pending\`. ${WHO}`,
+        tag: 'Runs',
+        access: readers,
+        request: AnswerAction,
+        responses: { '200': json('What became of the call.', ref('RunAction')) },
+        errors: ['run_not_found', 'action_not_found', 'action_not_pending'],
       }),
     },
     '/api/v2/runs/{run_id}/cancel': {

@@ -10,7 +10,8 @@ import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
 import { cancelRun } from '../../cancelRun';
 import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../../../workflows/timings';
-import { CancelRun, FollowRunEvents, ListRuns, ReadRun } from './schema';
+import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun } from './schema';
+import { answerAction } from '../../runActions';
 import { runPage, type RunListing } from '../../../db/runs';
 import { listPage } from '../../listPage';
 import { workspaceOf } from '../../middleware/auth';
@@ -18,7 +19,7 @@ import { workspaceOf } from '../../middleware/auth';
 /** The run settles cancelled once Temporal's cancel reaches its call (within half the heartbeat timeout: workers/worker.ts); the answer waits that long to show it. */
 const CANCEL_WAIT_MS = MODEL_HEARTBEAT_TIMEOUT_MS;
 
-/** GET /api/v2/runs (the runs that need attention), /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel. */
+/** GET /api/v2/runs (the runs that need attention), /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel and /actions. */
 export function runsRoutes(router: Router<AppState>): void {
   router.get<{ input: Input<typeof ListRuns> }>(
     '/api/v2/runs',
@@ -80,6 +81,17 @@ export function runsRoutes(router: Router<AppState>): void {
         }
       }
       ctx.body = await runAsItStands(ctx.state.principal!, run.id);
+    },
+  );
+
+  /** Answers a tool call the run waits on (docs/api.md, "Actions"); idempotent by call_id. */
+  router.post<{ input: Input<typeof AnswerAction> }>(
+    '/api/v2/runs/:run_id/actions',
+    validate(AnswerAction),
+    authorize({ scopes: RUN_READER_SCOPES, endpoint: 'runs_actions' }),
+    async (ctx) => {
+      const { params, body } = ctx.state.input;
+      ctx.body = await answerAction(await runAsItStands(ctx.state.principal!, params.run_id), body);
     },
   );
 }

@@ -1,6 +1,9 @@
 import * as yup from 'yup';
 import { about, described } from '../../validation/about';
 import { idFilter, listQuery, once, oneOfFilter } from '../../validation/listQuery';
+import { refined } from '../../middleware/validate';
+import { invalidRequest } from '../../../domain/errors';
+import { MAX_ACTION_OUTPUT_CHARS, type ActionAnswer } from '../../../domain/actions';
 
 export const MAX_RUN_LIMIT = 100;
 const STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'blocked'];
@@ -12,6 +15,30 @@ const runParams = yup.object({ run_id: yup.string().required().meta(about('The r
 
 export const ReadRun = { params: runParams };
 export const CancelRun = { params: runParams };
+
+const actionAnswer = yup
+  .object({
+    call_id: yup.string().required('call_id is required').max(200).meta(about('The call to answer: a `call_id` of the run\'s `required_action`.')),
+    decision: yup.string().oneOf(['approve', 'deny'], 'decision must be approve or deny').meta(about('For an `approval`: make the call, or do not (the model is told it was denied).')),
+    reason: yup.string().max(1000).meta(about('With a decision: why (a denial\'s reason is told to the model).')),
+    output: yup.string().max(MAX_ACTION_OUTPUT_CHARS).meta(about('For a `client_tool`: what the tool gave, told to the model as its result.')),
+  })
+  .noUnknown(true, 'unknown key: ${unknown}')
+  .strict()
+  .meta({ jsonSchema: { oneOf: [{ required: ['decision'], not: { required: ['output'] } }, { required: ['output'], not: { anyOf: [{ required: ['decision'] }, { required: ['reason'] }] } }] } });
+
+/**
+ * POST /api/v2/runs/{run_id}/actions: a decision on a call that needs approval, or a client tool's
+ * output. Idempotent by call_id: a second answer to the same call gets the first one's outcome.
+ */
+export const AnswerAction = {
+  params: runParams,
+  body: refined(actionAnswer, (body): ActionAnswer => {
+    if ((body.decision === undefined) === (body.output === undefined)) throw invalidRequest('Send a decision (approve or deny) or an output, one of the two.');
+    if (body.reason !== undefined && body.decision === undefined) throw invalidRequest('reason goes with a decision.');
+    return body as ActionAnswer;
+  }),
+};
 
 /** Following a run's events, resuming after Last-Event-ID (an id this stream gave out). */
 export const FollowRunEvents = {

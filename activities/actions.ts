@@ -1,0 +1,73 @@
+import { actionOutcome, insertActions, resolveAction } from '../db/runActions';
+import { lowerHold } from '../db/creditReservations';
+import { transaction } from '../db/sql';
+import { actionsPath, requiredAction, type ActionOutcome, type ActionStatus, type RequiredCall } from '../domain/actions';
+import { costInputOf, heldWhileWaiting } from '../domain/billing';
+import type { RunInput } from '../domain/runs';
+import { RUN_EVENTS_TTL_S } from '../domain/streamEvents';
+import { outboxOf } from './runs';
+import { RunEvents } from './runEvents';
+
+export interface RequiredActions {
+  input: RunInput;
+  /** The tool round the calls belong to (a model may reuse a call id in a later one). */
+  round: number;
+  calls: RequiredCall[];
+  /** Model calls made so far, and the credits they consumed: what the hold keeps while the run waits. */
+  callsMade: number;
+  consumed: number;
+}
+
+/**
+ * The run waits on these calls: recorded (the run object's required_action), its hold lowered to what
+ * it consumed and what its remaining calls may cost, and agent.run.action_required written, in one
+ * transaction; then response.tool.action_required on the stream for each call, and the waiting
+ * announced to the API that answers a non-streamed request (202). Safe to repeat: calls recorded by
+ * an earlier attempt are not recorded, held or announced twice.
+ */
+export async function requireActions(r: RequiredActions): Promise<void> {
+  const { input } = r;
+  const fresh = await transaction(async (sql) => {
+    const inserted = await insertActions(input.runId, r.round, r.calls, sql);
+    if (inserted.length === 0) return false;
+    await lowerHold(input.runId, heldWhileWaiting(costInputOf({ ...input, config: input.agent.config }), r.callsMade, r.consumed), sql);
+    const outbox = outboxOf(input);
+    // A client tool's arguments are the model's words: the partner reads them from the run, never from the event.
+    const calls = r.calls.map(({ arguments: _, ...call }) => call);
+    outbox.add('agent.run.action_required', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running', required_action: requiredAction(input.runId, calls) });
+    await outbox.write(sql);
+    return true;
+  });
+  if (!fresh) return;
+  const stream = new RunEvents(input.runId);
+  for (const call of r.calls) stream.emit('response.tool.action_required', { id: input.runId, ...call, submit_to: actionsPath(input.runId) });
+  // The stream outlives the wait: a client resumes it when the answer comes, however late.
+  const longest = Math.max(...r.calls.map((call) => Date.parse(call.expires_at))) - Date.now();
+  stream.expireIn(RUN_EVENTS_TTL_S + Math.ceil(Math.max(0, longest) / 1000));
+  stream.announceWaiting();
+  await stream.flush();
+}
+
+export interface ClosedAction {
+  runId: string;
+  round: number;
+  callId: string;
+  tool: string;
+  status: Exclude<ActionStatus, 'pending'>;
+  reason?: string;
+}
+
+/**
+ * A call stops waiting: answered, or expired. Recorded once (a repeat returns it as it was recorded);
+ * a call that will not be made fails on the stream, and a client tool's output completes it there.
+ */
+export async function closeAction(c: ClosedAction): Promise<ActionOutcome> {
+  const row = await resolveAction(c.runId, c.round, c.callId, c.status, c.reason ?? null);
+  const stream = new RunEvents(c.runId);
+  const event = { id: c.runId, call_id: c.callId, tool: c.tool };
+  if (row.status === 'answered') stream.emit('response.tool.completed', event);
+  if (row.status === 'denied') stream.emit('response.tool.failed', { ...event, error: 'Denied by a person.' });
+  if (row.status === 'expired') stream.emit('response.tool.failed', { ...event, error: 'No answer came in time: denied.' });
+  await stream.flush();
+  return actionOutcome(row);
+}

@@ -1,0 +1,39 @@
+import { actionOutcome, findAction, type ActionRow } from '../db/runActions';
+import { answerMismatch, type ActionAnswer, type ActionOutcome } from '../domain/actions';
+import { invalidRequest, ServiceError } from '../domain/errors';
+import { TERMINAL_STATUSES, type RunResponse } from '../domain/runs';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { temporal } from '../infra/temporalClient';
+import { answerRunAction } from '../workflows/agentRun.client';
+import { notFound } from './tenancy';
+
+/** What an answer to a call no longer waiting gets: its outcome again (a replay), or a 409 when it was never answered. */
+function closed(row: ActionRow, run: RunResponse): ActionOutcome {
+  if (row.status === 'expired') throw new ServiceError('action_not_pending', `Call ${row.call_id} was not answered by ${row.expires_at.toISOString()}: it was denied.`);
+  if (row.status !== 'pending') return actionOutcome(row);
+  throw new ServiceError('action_not_pending', `Run ${run.id} is ${run.status}: it no longer waits on call ${row.call_id}.`);
+}
+
+/**
+ * Answers a call the run (the caller's, already checked) waits on: the answer goes to the run's
+ * workflow as an update whose id is the call's, so it is accepted once, and every later answer to
+ * the same call, whatever it says, gets the first one's outcome. A call already closed is answered
+ * from its record, so a replay after the run ended gets the same answer.
+ */
+export async function answerAction(run: RunResponse, answer: ActionAnswer): Promise<ActionOutcome> {
+  const row = await findAction(run.id, answer.call_id);
+  if (!row) throw notFound('action_not_found');
+  if (row.status !== 'pending' || TERMINAL_STATUSES.has(run.status)) return closed(row, run);
+  const mismatch = answerMismatch(row.type, answer);
+  if (mismatch) throw invalidRequest(mismatch);
+  try {
+    return await answerRunAction(await temporal(), run.id, `${row.call_id}#${row.round}`, answer);
+  } catch (err) {
+    // The run stopped waiting on the call meanwhile (it expired, or the run ended): as its record says now.
+    const now = await findAction(run.id, answer.call_id);
+    if (now && now.status !== 'pending') return closed(now, run);
+    // Refused by the run's validator while the call's closing is being recorded.
+    if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) throw new ServiceError('action_not_pending', `Run ${run.id} no longer waits on call ${answer.call_id}.`);
+    throw err;
+  }
+}

@@ -1,0 +1,188 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { QueryTypes } from 'sequelize';
+import { db } from '../db/sequelize';
+import { parseAgentConfig } from '../api/validation/agentConfig';
+import { costInputOf, maxRunCost } from '../domain/billing';
+import { dataConverter } from '../infra/payloadCodec';
+import { startRun } from '../workflows/agentRun.client';
+import { startWorkers, type RunningWorkers } from '../workers/worker';
+import { type Answer, call, providerRequests, runInputFor, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
+import { frames, openStream, type Frame } from './support/sse';
+
+const api = useApi();
+let client: Client;
+let toolServer: Server;
+let toolUrl = '';
+/** The tool endpoint's requests: a call is made only once it is approved. */
+const received: string[] = [];
+const workers: RunningWorkers[] = [];
+
+beforeAll(async () => {
+  client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
+  toolServer = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push(body);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"refunded":true}');
+    });
+  });
+  await new Promise<void>((resolve) => toolServer.listen(0, '127.0.0.1', resolve));
+  toolUrl = `http://127.0.0.1:${(toolServer.address() as AddressInfo).port}/refunds`;
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.shutdown()));
+  toolServer.close();
+  await client.connection.close();
+});
+
+const refundTool = (extra: Record<string, unknown> = {}) => ({
+  tools: [{ type: 'http', name: 'refund', description: 'Refund an order', parameters: { type: 'object', properties: { order: { type: 'string' } } }, url: toolUrl, approval: 'required' }],
+  ...extra,
+});
+const locationTool = { tools: [{ type: 'http', name: 'get_location', description: "The user's location", parameters: { type: 'object', properties: { precision: { type: 'string' } } }, runs_on: 'client' }] };
+const refund = (order: string) => ({ name: 'refund', arguments: JSON.stringify({ order }) });
+
+const respond = (t: Tenant, input: string) => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input } });
+const answer = (t: Tenant, runId: string, body: Record<string, unknown>) => call(api.url, 'POST', `/api/v2/runs/${runId}/actions`, { key: t.key, body });
+const readRun = async (t: Tenant, runId: string) => (await call(api.url, 'GET', `/api/v2/runs/${runId}`, { key: t.key })).body;
+/** The run once settled (a stateless run's output is not kept: the model's requests show what it was told). */
+const settled = (t: Tenant, runId: string) =>
+  until(async () => {
+    const run = await readRun(t, runId);
+    return run.status === 'running' || run.status === 'queued' ? undefined : run;
+  }, `run ${runId} to settle`);
+/** What the model was told of each tool call, in its second request. */
+const toolResults = async (t: Tenant) => ((await providerRequests(t.model))[1].body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').map((m) => m.content);
+const receivedFor = (order: string) => received.filter((body) => JSON.parse(body).order === order);
+
+describe('tool calls that wait for people', () => {
+  it('approve: a non-streamed request answers 202 once the run waits, holding only what its next calls need; the approved call is made and its answer reaches the model', async () => {
+    const order = randomUUID();
+    const t = await tenant({ config: refundTool(), listened: true });
+    await scriptModel(t.model, [{ toolCalls: [refund(order)], usage: { prompt_tokens: 40, completion_tokens: 10 } }, { text: 'Refunded.' }]);
+    const first = await respond(t, 'Refund my order');
+    expect(first.status).toBe(202);
+    const runId = first.body.id as string;
+    expect(first.headers.get('location')).toBe(`/api/v2/runs/${runId}`);
+    expect(first.body).toMatchObject({ status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'approval', tool: 'refund', expires_at: expect.any(String) }], submit_to: `/api/v2/runs/${runId}/actions` } });
+    // An approval shows no arguments; nothing was called yet.
+    expect(first.body.required_action.calls[0].arguments).toBeUndefined();
+    expect(receivedFor(order)).toEqual([]);
+    expect((await readRun(t, runId)).required_action).toEqual(first.body.required_action);
+
+    // The hold while it waits: what the first call consumed, and the most its four remaining calls may cost.
+    const config = parseAgentConfig({ model: t.model, ...refundTool() });
+    const maximum = maxRunCost(costInputOf({ config, kind: 'response', input: 'Refund my order', attachments: [], options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } } }));
+    const [held] = await db().query<{ credits: string }>('SELECT credits FROM credit_reservations WHERE run_public_id = :runId', { replacements: { runId }, type: QueryTypes.SELECT });
+    expect(Number(held.credits)).toBe(50 + (4 * maximum) / 5);
+
+    // The partner hears of it, without the model's arguments.
+    const [event] = await db().query<{ envelope: { data: { object: Record<string, unknown> } } }>(
+      "SELECT envelope FROM outbox_events WHERE type = 'agent.run.action_required' AND envelope->'data'->'object'->>'id' = :runId",
+      { replacements: { runId }, type: QueryTypes.SELECT },
+    );
+    expect(event.envelope.data.object).toEqual({ id: runId, agent: t.agent, agent_version: 1, status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'approval', tool: 'refund', expires_at: expect.any(String) }], submit_to: `/api/v2/runs/${runId}/actions` } });
+
+    const approved = await answer(t, runId, { call_id: 'call_0', decision: 'approve' });
+    expect(approved.status).toBe(200);
+    expect(approved.body).toEqual({ object: 'run.action', run: runId, call_id: 'call_0', type: 'approval', tool: 'refund', status: 'approved', answered_at: expect.any(String) });
+    const run = await settled(t, runId);
+    expect(run.status).toBe('completed');
+    expect(run.required_action).toBeUndefined();
+    expect(receivedFor(order)).toHaveLength(1);
+    expect(await toolResults(t)).toEqual(['{"refunded":true}']);
+    // Answered again after the run ended, whatever it says: the first answer's outcome.
+    expect((await answer(t, runId, { call_id: 'call_0', decision: 'deny' })).body).toEqual(approved.body);
+  });
+
+  it('two answers to one call: one wins and the other gets its outcome; a denial is told to the model and nothing is called', async () => {
+    const order = randomUUID();
+    const t = await tenant({ config: refundTool() });
+    await scriptModel(t.model, [{ toolCalls: [refund(order)] }, { text: 'I could not refund it.' }]);
+    const runId = (await respond(t, 'Refund my order')).body.id as string;
+
+    // Refused before they reach the run: an unknown call, the wrong kind of answer, both kinds at once.
+    expect((await answer(t, runId, { call_id: 'call_9', decision: 'approve' })).body.error.code).toBe('action_not_found');
+    expect((await answer(t, runId, { call_id: 'call_0', output: 'done' })).status).toBe(400);
+    expect((await answer(t, runId, { call_id: 'call_0', decision: 'approve', output: 'done' })).status).toBe(400);
+    const stranger = await tenant();
+    expect((await answer(stranger, runId, { call_id: 'call_0', decision: 'approve' })).body.error.code).toBe('run_not_found');
+
+    const [a, b] = await Promise.all([answer(t, runId, { call_id: 'call_0', decision: 'deny', reason: 'over the limit' }), answer(t, runId, { call_id: 'call_0', decision: 'approve' })]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    expect(b.body).toEqual(a.body);
+    await settled(t, runId);
+    if (a.body.status === 'denied') {
+      expect(a.body.reason).toBe('over the limit');
+      expect(receivedFor(order)).toEqual([]);
+      expect(await toolResults(t)).toEqual(['The call was not made: a person denied it: over the limit']);
+    } else {
+      expect(a.body.status).toBe('approved');
+      expect(receivedFor(order)).toHaveLength(1);
+    }
+  });
+
+  it('a call no one answers is denied at the agent’s deadline, the model is told, and a late answer is 409', async () => {
+    const order = randomUUID();
+    const t = await tenant({ config: refundTool({ action_timeout_seconds: 1 }) });
+    await scriptModel(t.model, [{ toolCalls: [refund(order)] }, { text: 'No one approved it.' }]);
+    const runId = (await respond(t, 'Refund my order')).body.id as string;
+    expect((await settled(t, runId)).status).toBe('completed');
+    expect(await toolResults(t)).toEqual(['The call was not made: no one answered in time, so it was denied.']);
+    expect(receivedFor(order)).toEqual([]);
+    const late = await answer(t, runId, { call_id: 'call_0', decision: 'approve' });
+    expect(late.status).toBe(409);
+    expect(late.body.error.code).toBe('action_not_pending');
+  });
+
+  it('a client tool: the stream announces the call with its arguments and stays open; its client goes away, resumes with Last-Event-ID, and the output reaches the model', async () => {
+    const t = await tenant({ config: locationTool });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'get_location', arguments: '{"precision":"city"}' }] }, { chunks: ['You are in ', 'Paris.'] }]);
+    const gone = new AbortController();
+    const stream = await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'Where am I?', stream: true }, {}, gone.signal);
+    let action: Frame | undefined;
+    for await (const frame of frames(stream)) {
+      if (frame.event !== 'response.tool.action_required') continue;
+      action = frame;
+      break;
+    }
+    const runId = action!.data.id as string;
+    expect(action!.data).toEqual({ id: runId, call_id: 'call_0', type: 'client_tool', tool: 'get_location', arguments: '{"precision":"city"}', expires_at: expect.any(String), submit_to: `/api/v2/runs/${runId}/actions` });
+    gone.abort();
+
+    // Going away while the run waits did not cancel it.
+    const waiting = await readRun(t, runId);
+    expect(waiting).toMatchObject({ status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'client_tool', arguments: '{"precision":"city"}' }] } });
+    const resumed = await openStream(api.url, `/api/v2/runs/${runId}/events`, t.key, undefined, { 'Last-Event-ID': action!.id! });
+    const answered = await answer(t, runId, { call_id: 'call_0', output: 'Paris, France' });
+    expect(answered.body).toMatchObject({ status: 'answered', type: 'client_tool' });
+    const rest: Frame[] = [];
+    for await (const frame of frames(resumed)) if (frame.event) rest.push(frame);
+    expect(rest.map((f) => f.event)).toEqual(['response.tool.completed', 'response.output_text.delta', 'response.output_text.delta', 'response.completed']);
+    expect(rest.at(-1)!.data.output).toEqual([{ type: 'text', text: 'You are in Paris.' }]);
+    expect(await toolResults(t)).toEqual(['Paris, France']);
+  });
+
+  it('a worker restart while the run waits: the new worker takes the run up where it waited, and the answer reaches it', async () => {
+    const order = randomUUID();
+    const queue = `actions-${randomUUID()}`;
+    const t = await tenant({ config: refundTool() });
+    await scriptModel(t.model, [{ toolCalls: [refund(order)] }, { text: 'Refunded after the restart.' }]);
+    const input = await runInputFor(t);
+    input.agent.config = parseAgentConfig({ model: t.model, ...refundTool() });
+    const first = await startWorkers([queue]);
+    await startRun(client, input, { taskQueue: queue });
+    await until(async () => (await readRun(t, input.runId)).required_action, 'the run to wait');
+    await first.shutdown();
+    workers.push(await startWorkers([queue]));
+    const approved: Answer = await answer(t, input.runId, { call_id: 'call_0', decision: 'approve' });
+    expect(approved.body.status).toBe('approved');
+    expect((await settled(t, input.runId)).status).toBe('completed');
+    expect(await toolResults(t)).toEqual(['{"refunded":true}']);
+    expect(receivedFor(order)).toHaveLength(1);
+  });
+});
