@@ -1,4 +1,5 @@
 import { actionOutcome, findAction, type ActionRow } from '../db/runActions';
+import { runStatus } from '../db/runs';
 import { answerMismatch, type ActionAnswer, type ActionOutcome } from '../domain/actions';
 import { invalidRequest, ServiceError } from '../domain/errors';
 import { TERMINAL_STATUSES, type RunResponse } from '../domain/runs';
@@ -32,8 +33,9 @@ export async function answerAction(run: RunResponse, answer: ActionAnswer): Prom
     // The run stopped waiting on the call meanwhile (it expired, or the run ended): as its record says now.
     const now = await findAction(run.id, answer.call_id);
     if (now && now.status !== 'pending') return closed(now, run);
-    // Refused by the run's validator while the call's closing is being recorded.
-    if (err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) throw new ServiceError('action_not_pending', `Run ${run.id} no longer waits on call ${answer.call_id}.`);
+    // Refused by the run's validator while the call's closing is being recorded, or the run ended (cancelled) mid-answer.
+    const ended = TERMINAL_STATUSES.has((await runStatus(run.id)) ?? 'running');
+    if (ended || err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) throw new ServiceError('action_not_pending', `Run ${run.id} no longer waits on call ${answer.call_id}.`);
     throw err;
   }
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
 import { parseAgentConfig } from '../api/validation/agentConfig';
@@ -57,6 +57,8 @@ const settled = (t: Tenant, runId: string) =>
   }, `run ${runId} to settle`);
 /** What the model was told of each tool call, in its second request. */
 const toolResults = async (t: Tenant) => ((await providerRequests(t.model))[1].body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').map((m) => m.content);
+/** The answers the run's workflow accepted (its history's accepted updates). */
+const acceptedUpdates = async (runId: string) => ((await client.workflow.getHandle(runId).fetchHistory()).events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
 const receivedFor = (order: string) => received.filter((body) => JSON.parse(body).order === order);
 
 describe('tool calls that wait for people', () => {
@@ -87,6 +89,11 @@ describe('tool calls that wait for people', () => {
     );
     expect(event.envelope.data.object).toEqual({ id: runId, agent: t.agent, agent_version: 1, status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'approval', tool: 'refund', expires_at: expect.any(String) }], submit_to: `/api/v2/runs/${runId}/actions` } });
 
+    // The run's own validator refuses what it does not wait for, before it reaches history.
+    const handle = client.workflow.getHandle(runId);
+    await expect(handle.executeUpdate('answerAction', { args: [{ call_id: 'call_9', decision: 'approve' }] })).rejects.toThrow(WorkflowUpdateFailedError);
+    await expect(handle.executeUpdate('answerAction', { args: [{ call_id: 'call_0', output: 'done' }] })).rejects.toThrow(WorkflowUpdateFailedError);
+
     const approved = await answer(t, runId, { call_id: 'call_0', decision: 'approve' });
     expect(approved.status).toBe(200);
     expect(approved.body).toEqual({ object: 'run.action', run: runId, call_id: 'call_0', type: 'approval', tool: 'refund', status: 'approved', answered_at: expect.any(String) });
@@ -95,6 +102,7 @@ describe('tool calls that wait for people', () => {
     expect(run.required_action).toBeUndefined();
     expect(receivedFor(order)).toHaveLength(1);
     expect(await toolResults(t)).toEqual(['{"refunded":true}']);
+    expect(await acceptedUpdates(runId)).toBe(1);
     // Answered again after the run ended, whatever it says: the first answer's outcome.
     expect((await answer(t, runId, { call_id: 'call_0', decision: 'deny' })).body).toEqual(approved.body);
   });
@@ -116,6 +124,7 @@ describe('tool calls that wait for people', () => {
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(b.body).toEqual(a.body);
     await settled(t, runId);
+    expect(await acceptedUpdates(runId)).toBe(1);
     if (a.body.status === 'denied') {
       expect(a.body.reason).toBe('over the limit');
       expect(receivedFor(order)).toEqual([]);

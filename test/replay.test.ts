@@ -179,6 +179,14 @@ if (process.env.RECORD_HISTORIES) {
       }, 'the firing');
       await record('scheduled-run', firing);
     });
+    it('action', async () => {
+      // A call that waits for approval: recorded, the update accepted, the call closed and made, then the answer.
+      const t = await tenant({ config: { tools: [{ type: 'http', name: 'refund', parameters: { type: 'object' }, url: toolUrl, approval: 'required' }] } });
+      await scriptModel(t.model, [{ toolCalls: [{ name: 'refund', arguments: '{}' }] }, { text: 'refunded' }]);
+      const runId = (await respond(t.key, { agent: t.agent, input: 'refund' })).body.id;
+      await call(api.url, 'POST', `/api/v2/runs/${runId}/actions`, { key: t.key, body: { call_id: 'call_0', decision: 'approve' } });
+      await record('action', runId);
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -191,7 +199,7 @@ if (process.env.RECORD_HISTORIES) {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
     // Kept, not re-recorded: plain-settled-by-workflow, a run begun before its first call could settle it (a local activity after
     // the call), and cancel-without-cancel-record, a run cancelled before cancels were recorded.
-    expect(names.sort()).toEqual(['cancel-without-cancel-record', 'cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain-settled-by-workflow', 'plain', 'queued-turn', 'reconcile', 'repair', 'report', 'scheduled-run', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['action', 'cancel-without-cancel-record', 'cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain-settled-by-workflow', 'plain', 'queued-turn', 'reconcile', 'repair', 'report', 'scheduled-run', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows'), traced), sinks: workflowSinks(traced), dataConverter }, histories)) {

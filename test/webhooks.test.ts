@@ -268,7 +268,7 @@ describe('partner webhook deliveries', () => {
   it("delivers only what the creating key's scopes and the endpoint's enabled_events allow", async () => {
     const p = await partner({ scopes: ['webhooks:read', 'webhooks:write', 'agents:read'] });
     const runsOnly = await endpoint(p.key, ['*']);
-    expect((await call(api.url, 'GET', '/api/v1/partner/webhooks/endpoints/', { key: p.key })).body.data[0].permitted_events).toEqual(['agent.run.started', 'agent.run.completed', 'agent.run.failed']);
+    expect((await call(api.url, 'GET', '/api/v1/partner/webhooks/endpoints/', { key: p.key })).body.data[0].permitted_events).toEqual(['agent.run.started', 'agent.run.completed', 'agent.run.failed', 'agent.run.action_required']);
     const wide = (await admin.createPartnerKey({ partner: p.id, scopes: PARTNER_SCOPES.join(',') })).key;
     const sentOnly = await endpoint(wide, ['message.sent']);
 
@@ -437,7 +437,7 @@ describe('partner webhook access', () => {
     for (const key of [merchantKey, p.key]) {
       const catalogue = await call(api.url, 'GET', '/api/v2/webhooks/catalogue/', { key });
       expect(catalogue.status).toBe(200);
-      expect(catalogue.body.data).toHaveLength(12);
+      expect(catalogue.body.data).toHaveLength(13);
       expect(catalogue.body.data.find((t: { type: string }) => t.type === 'message.sent')).toMatchObject({ resource: 'message', scope: 'messages:read', preview: false });
       expect(catalogue.body.data.filter((t: { preview: boolean }) => t.preview).map((t: { type: string }) => t.type).sort()).toEqual(['conversation.completed', 'lead.hot', 'lead.verification_requested']);
     }
