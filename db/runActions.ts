@@ -53,9 +53,10 @@ export async function findAction(runId: string, callId: string, on: Sql = sql): 
 }
 
 // A pending call is resolved once; resolving it again changes nothing and returns it as it was resolved.
+// Its arguments (the model's words, kept for the caller to run a client tool) go with its wait.
 const RESOLVE = statement(
   `WITH resolved AS (
-     UPDATE run_actions a SET status = $4, reason = $5, answered_at = now()
+     UPDATE run_actions a SET status = $4, reason = $5, answered_at = now(), arguments = NULL
        FROM runs r WHERE r.id = a.run_id AND r.public_id = $1 AND a.round = $2 AND a.call_id = $3 AND a.status = 'pending'
      RETURNING ${COLUMNS}
    )

@@ -245,7 +245,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       await emitRunEvent(input.runId, 'response.tool.completed', event);
       return 'Handed off to a person.';
     }
-    // A client tool's call was answered above: this one is the service's.
+    // Every client tool's call was answered (or denied) above: from here on the tool is the service's.
     if (tool.runs_on === 'client') return `No tool named ${call.name} is available.`;
     try {
       return await callTool({ runId: input.runId, deadline, workspacePublicId: input.workspace.publicId, callId: call.id, tool, arguments: call.arguments });
