@@ -234,10 +234,10 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     const tool = findTool(input.agent.config, call.name);
     const event = { id: input.runId, call_id: call.id, tool: call.name };
     if (!tool) return `No tool named ${call.name} is available.`;
-    const waited = waiting.get(call.id)?.outcome;
-    if (waited && waited.status !== 'approved') {
-      if (waited.status === 'answered') return answers.get(call.id)!.slice(0, MAX_ACTION_OUTPUT_CHARS);
-      return notMadeResult(waited.status === 'denied' ? 'denied' : 'expired', waited.reason);
+    const waited = waiting.get(call.id);
+    if (waited?.outcome && waited.outcome.status !== 'approved') {
+      if (waited.outcome.status === 'answered') return waited.answer!.output!.slice(0, MAX_ACTION_OUTPUT_CHARS);
+      return notMadeResult(waited.outcome.status === 'denied' ? 'denied' : 'expired', waited.outcome.reason);
     }
     if (tool.type === 'handoff') {
       await emitRunEvent(input.runId, 'response.tool.started', event);
@@ -309,8 +309,6 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     return undefined;
   }
 
-  /** Client tools' outputs, by call id, for the round under way. */
-  const answers = new Map<string, string>();
   /**
    * running, waiting for people: the calls of this round that need an approval or the caller's output
    * are recorded (required_action) and each waits for its answer (answerAction) until the agent's
@@ -318,7 +316,6 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
    */
   async function awaitPeople(round: number, toolCalls: ToolCall[]): Promise<void> {
     waiting.clear();
-    answers.clear();
     const expiresAt = Date.now() + actionTimeoutMs(input.agent.config);
     const required: RequiredCall[] = [];
     for (const call of toolCalls) {
@@ -337,7 +334,6 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
         const answered = await condition(() => call.answer !== undefined, expiresAt - Date.now());
         call.closing = true;
         const answer = answered ? call.answer! : undefined;
-        if (answer?.output !== undefined) answers.set(call_id, answer.output);
         const status = !answer ? 'expired' : answer.output !== undefined ? 'answered' : answer.decision === 'approve' ? 'approved' : 'denied';
         call.outcome = await closeAction({ runId: input.runId, round, callId: call_id, tool, status, ...(answer?.reason !== undefined && { reason: answer.reason }) });
       }),
