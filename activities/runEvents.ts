@@ -1,7 +1,22 @@
 import { logger } from '../infra/logger';
 import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runSettledChannel, WAITING, type StreamEventType } from '../domain/streamEvents';
+import type Redis from 'ioredis';
 import { redis } from '../db/redis';
 import type { RunOutcome, RunResponse } from '../domain/runs';
+
+/**
+ * A stream's life is set to at least this many seconds, never shortened: a stream kept for a run that
+ * waits for people (expireIn) keeps that life when a later step writes to it. (EXPIRE's GT and NX
+ * flags need Redis 7; the service supports 6.2.)
+ */
+const KEEP_AT_LEAST = "if redis.call('TTL', KEYS[1]) < tonumber(ARGV[1]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end return 0";
+
+type WithKeepAtLeast = Redis & { aesKeepAtLeast(key: string, seconds: number): Promise<number> };
+
+function withKeepAtLeast(client: Redis): WithKeepAtLeast {
+  if (!('aesKeepAtLeast' in client)) client.defineCommand('aesKeepAtLeast', { numberOfKeys: 1, lua: KEEP_AT_LEAST });
+  return client as WithKeepAtLeast;
+}
 
 /**
  * Appends events to a run's Redis stream. Appends on one connection keep their order, so callers
@@ -15,8 +30,8 @@ export class RunEvents {
 
   emit(type: StreamEventType, data: unknown): void {
     const key = runEventsKey(this.runId);
-    const pipeline = redis().pipeline().xadd(key, 'MAXLEN', '~', String(RUN_EVENTS_MAX_LEN), '*', 'e', type, 'd', JSON.stringify(data));
-    if (!this.expirySet) pipeline.expire(key, RUN_EVENTS_TTL_S);
+    const pipeline = withKeepAtLeast(redis()).pipeline().xadd(key, 'MAXLEN', '~', String(RUN_EVENTS_MAX_LEN), '*', 'e', type, 'd', JSON.stringify(data));
+    if (!this.expirySet) (pipeline as unknown as WithKeepAtLeast).aesKeepAtLeast(key, RUN_EVENTS_TTL_S);
     this.expirySet = true;
     this.last = pipeline
       .exec()
@@ -24,7 +39,7 @@ export class RunEvents {
       .catch((err) => logger.warn({ err: String(err), run_id: this.runId, type }, 'run event not written'));
   }
 
-  /** Shortens the stream's life to `seconds` from now (after the events emitted so far). */
+  /** Sets the stream's life to `seconds` from now, longer or shorter (after the events emitted so far). */
   expireIn(seconds: number): void {
     const key = runEventsKey(this.runId);
     const previous = this.last;

@@ -273,26 +273,24 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
     await outbox.write(sql);
     return settled({ run: runResponse(input, begun, { ...s, usage }), ...(s.error && { error: s.error }) }, true);
   });
-  // Its turn has ended (a repeated call tells again, in case the first died before telling).
-  if (input.conversation) await wakeNextTurn(input.conversation.id);
   const stream = new RunEvents(input.runId);
   // A repeated call leaves the stream alone: it has its one terminal event, or, when the call that
   // settled died before writing it, the API derives it from the outcome, which is announced again
   // (a listener takes the first announcement it hears).
-  if (!now) {
-    stream.announceSettlement(outcome);
-    await stream.flush();
-    return outcome;
+  if (now) {
+    // The run was never announced when it is recorded only now: a stream still starts with response.started.
+    if (recorded) announceStart(stream, input, begun);
+    const terminal = terminalEvent(outcome);
+    stream.emit(terminal.type, terminal.data);
   }
-  // The run was never announced when it is recorded only now: a stream still starts with response.started.
-  if (recorded) announceStart(stream, input, begun);
-  const terminal = terminalEvent(outcome);
-  stream.emit(terminal.type, terminal.data);
   stream.announceSettlement(outcome);
   // A stateless run's stream is the last copy of its exchange: it goes soon after the end, once
   // clients have had the time to read or resume it.
-  if (input.kind === 'response') stream.expireIn(config().statelessStreamTtlS);
+  if (now && input.kind === 'response') stream.expireIn(config().statelessStreamTtlS);
   await stream.flush();
+  // A message's turn has ended, the reconciler's settlements included: told once the answer is out
+  // (a repeated call tells again, in case the first died before telling).
+  if (input.kind === 'message') await wakeNextTurn(begun.conversationId);
   return outcome;
 }
 

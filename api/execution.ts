@@ -3,7 +3,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { config } from '../infra/config';
 import { ERROR_TABLE, errorBody, ServiceError } from '../domain/errors';
 import { mintId } from '../domain/ids';
-import type { RunOptions, RunOutcome } from '../domain/runs';
+import type { RunOptions, RunOutcome, RunResponse } from '../domain/runs';
 import { runStatus } from '../db/runs';
 import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
 import { workspaceOf } from './middleware/auth';
@@ -17,7 +17,6 @@ import { awaitedRuns, runAnswers } from '../infra/metrics';
 import { listenForSettlement, outcomeOf, type Settlement } from './settlements';
 import { interruptTurnsBefore } from './cancelRun';
 import { answerAccepted } from './answerAccepted';
-import { pendingActions } from '../db/runActions';
 
 export type { ExecutionTarget } from './planRun';
 
@@ -62,7 +61,10 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
     return;
   }
   // A retry that attaches to a run waiting for people answers as the first request did.
-  if (!settlement && (await pendingActions(runId)).length > 0) return answerAsItStands(ctx, runId);
+  if (!settlement) {
+    const standing = await runAsItStands(ctx.state.principal!, runId);
+    if (standing.required_action) return answerAsItStands(ctx, runId, standing);
+  }
   let outcome: RunOutcome | undefined;
   awaitedRuns.inc();
   try {
@@ -76,13 +78,13 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
     awaitedRuns.dec();
   }
   if (outcome) return respond(ctx, outcome);
-  await answerAsItStands(ctx, runId);
+  answerAsItStands(ctx, runId, await runAsItStands(ctx.state.principal!, runId));
 }
 
 /** 202: the run as it stands (queued, running, or waiting for people), not stored for idempotency. */
-async function answerAsItStands(ctx: Ctx, runId: string): Promise<void> {
+function answerAsItStands(ctx: Ctx, runId: string, run: RunResponse): void {
   ctx.state.provisional = true;
-  answerAccepted(ctx, `/api/v2/runs/${runId}`, await runAsItStands(ctx.state.principal!, runId));
+  answerAccepted(ctx, `/api/v2/runs/${runId}`, run);
 }
 
 /**

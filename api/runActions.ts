@@ -8,9 +8,12 @@ import { temporal } from '../infra/temporalClient';
 import { answerRunAction } from '../workflows/agentRun.client';
 import { notFound } from './tenancy';
 
+const cancelledWhileWaiting = (runId: string, callId: string) => new ServiceError('action_not_pending', `Run ${runId} was cancelled while it waited on call ${callId}.`);
+
 /** What an answer to a call no longer waiting gets: its outcome again (a replay), or a 409 when it was never answered. */
 function closed(row: ActionRow, run: RunResponse): ActionOutcome {
   if (row.status === 'expired') throw new ServiceError('action_not_pending', `Call ${row.call_id} was not answered by ${row.expires_at.toISOString()}: it was denied.`);
+  if (row.status === 'cancelled') throw cancelledWhileWaiting(run.id, row.call_id);
   if (row.status !== 'pending') return actionOutcome(row);
   throw new ServiceError('action_not_pending', `Run ${run.id} is ${run.status}: it no longer waits on call ${row.call_id}.`);
 }
@@ -28,7 +31,10 @@ export async function answerAction(run: RunResponse, answer: ActionAnswer): Prom
   const mismatch = answerMismatch(row.type, answer);
   if (mismatch) throw invalidRequest(mismatch);
   try {
-    return await answerRunAction(await temporal(), run.id, `${row.call_id}#${row.round}`, answer);
+    const outcome = await answerRunAction(await temporal(), run.id, `${row.call_id}#${row.round}`, answer);
+    // Accepted just as the run was cancelled: the call was closed by the cancel, not by this answer.
+    if (outcome.status === 'cancelled') throw cancelledWhileWaiting(run.id, row.call_id);
+    return outcome;
   } catch (err) {
     // The run stopped waiting on the call meanwhile (it expired, or the run ended): as its record says now.
     const now = await findAction(run.id, answer.call_id);

@@ -116,14 +116,13 @@ const LOWER = statement(
      UPDATE credit_reservations c SET credits = $2 FROM (SELECT credits AS before FROM credit_reservations WHERE run_public_id = $1) o
       WHERE c.run_public_id = $1 AND c.credits > $2 RETURNING c.workspace_id, o.before - $2 AS back
    )
-   UPDATE workspaces w SET credits = w.credits + cut.back FROM cut WHERE w.id = cut.workspace_id RETURNING cut.back`,
+   UPDATE workspaces w SET credits = w.credits + cut.back FROM cut WHERE w.id = cut.workspace_id`,
 );
 
 /**
  * Lowers a running run's hold to `keep` credits (what it has consumed and what its remaining calls
- * may cost) while it waits for people, giving the rest back: credits - keep, or 0 when it held no more.
+ * may cost) while it waits for people, giving the rest back (nothing when it held no more).
  */
-export async function lowerHold(runId: string, keep: number, on: Sql = sql): Promise<number> {
-  const [row] = await on.rows<{ back: string }>(LOWER, [runId, keep]);
-  return Number(row?.back ?? 0);
+export async function lowerHold(runId: string, keep: number, on: Sql = sql): Promise<void> {
+  await on.rows(LOWER, [runId, keep]);
 }

@@ -248,6 +248,8 @@ export interface OpenRun {
   agent: { id: number; publicId: string; version: number };
 }
 
+// A run that waits for people on a call not yet expired is its workflow's to settle: not described
+// every pass while it waits, for days perhaps (one terminated meanwhile is settled once the call expires).
 const OPEN_OLDER_THAN = statement(
   `SELECT r.id, r.public_id, r.kind, r.channel, r.request_id, r.trace_id, r.metadata, r.created_at, r.agent_version,
           w.id AS workspace_id, w.public_id AS workspace_public_id, w.tenant_ref, p.public_id AS partner_public_id,
@@ -257,6 +259,7 @@ const OPEN_OLDER_THAN = statement(
      JOIN agents a ON a.id = r.agent_id
      LEFT JOIN partners p ON p.id = w.partner_id
     WHERE r.status IN ('queued', 'running') AND coalesce(r.started_at, r.created_at) < now() - make_interval(secs => $1) AND r.id > $2
+      AND NOT EXISTS (SELECT 1 FROM run_actions x WHERE x.run_id = r.id AND x.status = 'pending' AND x.expires_at > now())
     ORDER BY r.id
     LIMIT $3`,
 );

@@ -64,7 +64,8 @@ export interface ActionAnswer {
   output?: string;
 }
 
-export type ActionStatus = 'pending' | 'approved' | 'denied' | 'answered' | 'expired';
+/** `cancelled`: the run was cancelled while the call waited. */
+export type ActionStatus = 'pending' | 'approved' | 'denied' | 'answered' | 'expired' | 'cancelled';
 
 /** What became of a call that waited: the answer to POST /runs/{id}/actions, and to each of its replays. */
 export interface ActionOutcome {

@@ -4,6 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
+import { redis } from '../db/redis';
+import { RunEvents } from '../activities/runEvents';
+import { RUN_EVENTS_TTL_S, runEventsKey } from '../domain/streamEvents';
+import { openRunsOlderThan } from '../db/runs';
 import { parseAgentConfig } from '../api/validation/agentConfig';
 import { costInputOf, maxRunCost } from '../domain/billing';
 import { dataConverter } from '../infra/payloadCodec';
@@ -88,6 +92,10 @@ describe('tool calls that wait for people', () => {
       { replacements: { runId }, type: QueryTypes.SELECT },
     );
     expect(event.envelope.data.object).toEqual({ id: runId, agent: t.agent, agent_version: 1, status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'approval', tool: 'refund', expires_at: expect.any(String) }], submit_to: `/api/v2/runs/${runId}/actions` } });
+
+    // The reconciler leaves it to its workflow while it waits: it is not among the open runs it describes.
+    const [{ key }] = await db().query<{ key: string }>('SELECT id AS key FROM runs WHERE public_id = :runId', { replacements: { runId }, type: QueryTypes.SELECT });
+    expect((await openRunsOlderThan(0, Number(key) - 1, 1000)).map((r) => r.runId)).not.toContain(runId);
 
     // The run's own validator refuses what it does not wait for, before it reaches history.
     const handle = client.workflow.getHandle(runId);
@@ -174,6 +182,43 @@ describe('tool calls that wait for people', () => {
     expect(rest.map((f) => f.event)).toEqual(['response.tool.completed', 'response.output_text.delta', 'response.output_text.delta', 'response.completed']);
     expect(rest.at(-1)!.data.output).toEqual([{ type: 'text', text: 'You are in Paris.' }]);
     expect(await toolResults(t)).toEqual(['Paris, France']);
+  });
+
+  it('a stream kept for a long wait is not shortened by the steps that write to it later', async () => {
+    const runId = `run_${randomUUID()}`;
+    const waiting = new RunEvents(runId);
+    waiting.emit('response.started', {});
+    waiting.expireIn(3 * RUN_EVENTS_TTL_S);
+    await waiting.flush();
+    const later = new RunEvents(runId);
+    later.emit('response.tool.completed', {});
+    await later.flush();
+    expect(await redis().ttl(runEventsKey(runId))).toBeGreaterThan(2 * RUN_EVENTS_TTL_S);
+    // A new stream gets its usual life.
+    const freshId = `run_${randomUUID()}`;
+    const fresh = new RunEvents(freshId);
+    fresh.emit('response.started', {});
+    await fresh.flush();
+    const ttl = await redis().ttl(runEventsKey(freshId));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(RUN_EVENTS_TTL_S);
+  });
+
+  it('a run cancelled while it waits: its calls close with it (their arguments go), and an answer is 409', async () => {
+    const t = await tenant({ config: locationTool });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'get_location', arguments: '{"precision":"street"}' }] }]);
+    const runId = (await respond(t, 'Where am I?')).body.id as string;
+    const cancelled = await call(api.url, 'POST', `/api/v2/runs/${runId}/cancel`, { key: t.key });
+    expect(cancelled.body.status).toBe('cancelled');
+    expect(cancelled.body.required_action).toBeUndefined();
+    const [row] = await db().query<{ status: string; arguments: string | null }>(
+      'SELECT a.status, a.arguments FROM run_actions a JOIN runs r ON r.id = a.run_id WHERE r.public_id = :runId',
+      { replacements: { runId }, type: QueryTypes.SELECT },
+    );
+    expect(row).toEqual({ status: 'cancelled', arguments: null });
+    const late = await answer(t, runId, { call_id: 'call_0', output: 'somewhere' });
+    expect(late.status).toBe(409);
+    expect(late.body.error).toMatchObject({ code: 'action_not_pending', message: expect.stringContaining('cancelled while it waited') });
   });
 
   it('a worker restart while the run waits: the new worker takes the run up where it waited, and the answer reaches it', async () => {

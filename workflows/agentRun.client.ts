@@ -38,12 +38,17 @@ export function runHandle(client: Client, runId: string): RunHandle {
   return client.workflow.getHandle<AgentRunWorkflow>(runId);
 }
 
+const GRPC_NOT_FOUND = 5;
+
+/** No such workflow: the SDK's error, or the server's NOT_FOUND as some calls pass it on unwrapped. */
+const isMissing = (err: unknown) => err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND);
+
 /** Tells a queued turn that a turn of its conversation ended; a run that is over or never started needs no telling. */
 export async function wakeTurn(client: Client, runId: string): Promise<void> {
   try {
     await runHandle(client, runId).signal(turnEnded);
   } catch (err) {
-    if (!(err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND))) throw err;
+    if (!isMissing(err)) throw err;
   }
 }
 
@@ -65,7 +70,6 @@ export interface RunDescription {
   memo: QueuedRunMemo;
 }
 
-const GRPC_NOT_FOUND = 5;
 
 const STATES: Record<string, RunWorkflowState> = { RUNNING: 'open', COMPLETED: 'completed', CANCELLED: 'cancelled', CONTINUED_AS_NEW: 'open' };
 
@@ -80,7 +84,7 @@ export async function describeRun(client: Client, runId: string): Promise<RunDes
       memo: (d.memo ?? {}) as unknown as QueuedRunMemo,
     };
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND)) return undefined;
+    if (isMissing(err)) return undefined;
     throw err;
   }
 }

@@ -18,7 +18,7 @@ import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, 
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from './timings';
 import { answerAction, turnEnded } from './agentRun.options';
-import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionType, type RequiredCall } from '../domain/actions';
+import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionStatus, type ActionType, type RequiredCall } from '../domain/actions';
 import { creditsFor } from '../domain/billing';
 import type { TurnRef } from '../domain/turns';
 import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
@@ -331,11 +331,20 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     await Promise.all(
       required.map(async ({ call_id, tool }) => {
         const call = waiting.get(call_id)!;
-        const answered = await condition(() => call.answer !== undefined, expiresAt - Date.now());
-        call.closing = true;
+        const close = async (status: Exclude<ActionStatus, 'pending'>, reason?: string) => {
+          call.closing = true;
+          call.outcome = await CancellationScope.nonCancellable(() => closeAction({ runId: input.runId, round, callId: call_id, tool, status, ...(reason !== undefined && { reason }) }));
+        };
+        let answered;
+        try {
+          answered = await condition(() => call.answer !== undefined, expiresAt - Date.now());
+        } catch (err) {
+          // Cancelled while waiting: the call is closed too (its arguments go), and an answer accepted meanwhile is told so.
+          if (isCancellation(err)) await close('cancelled');
+          throw err;
+        }
         const answer = answered ? call.answer! : undefined;
-        const status = !answer ? 'expired' : answer.output !== undefined ? 'answered' : answer.decision === 'approve' ? 'approved' : 'denied';
-        call.outcome = await closeAction({ runId: input.runId, round, callId: call_id, tool, status, ...(answer?.reason !== undefined && { reason: answer.reason }) });
+        await close(!answer ? 'expired' : answer.output !== undefined ? 'answered' : answer.decision === 'approve' ? 'approved' : 'denied', answer?.reason);
       }),
     );
     deadline.at += Date.now() - since;

@@ -7,7 +7,7 @@ import { MAX_ACTION_TIMEOUT_S } from '../../domain/actions';
 const TOOL_NAME = yup.string().required().matches(/^[a-zA-Z0-9_-]{1,64}$/, 'tool name must be 1-64 letters, digits, _ or -');
 const functionTool = { type: yup.string().oneOf(['http'], 'tool type must be http or handoff').required(), name: TOOL_NAME, description: yup.string(), parameters: yup.object() };
 
-const handoffTool = yup.object({ type: yup.string().oneOf(['handoff']).required(), name: yup.string().matches(/^[a-zA-Z0-9_-]{1,64}$/), description: yup.string() }).noUnknown().strict();
+const handoffTool = yup.object({ type: yup.string().oneOf(['handoff']).required(), name: TOOL_NAME.notRequired(), description: yup.string() }).noUnknown().strict();
 /** A tool the caller runs (domain/actions.ts): no URL, and no approval (the caller decides by running it or not). */
 const clientTool = yup.object({ ...functionTool, runs_on: yup.string().oneOf(['client']).required() }).noUnknown().strict();
 const httpTool = yup
@@ -21,7 +21,8 @@ const httpTool = yup
       .required()
       .test('url', 'tool url must be a valid URL', (url) => url === undefined || URL.canParse(url))
       .test('https', 'tool url must be https', (url) => url === undefined || url.startsWith('https://') || (config().webhookAllowPrivateTargets && url.startsWith('http://'))),
-    runs_on: yup.string().oneOf(['service', 'client'], 'tool runs_on must be service or client'),
+    // `client` is the client tool's schema (toolSchema); anything else but `service` is refused here.
+    runs_on: yup.string().oneOf(['service'], 'tool runs_on must be service or client'),
     approval: yup.string().oneOf(['required'], 'tool approval must be required when given'),
   })
   .noUnknown()
