@@ -1,6 +1,7 @@
 import type { Creator } from '../domain/creators';
 import type { ItemStatus, JobCounts, JobFields, JobStatus, JobType } from '../domain/jobs';
 import { sql, statement, transaction, type Sql } from './sql';
+import { creatorOf } from './creators';
 
 export interface JobRow extends JobFields {
   id: number;
@@ -25,12 +26,6 @@ const INSERT = statement(
   `INSERT INTO jobs (public_id, workspace_id, type, params, items_total, request_id, trace_id, created_by_key, created_by_member) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
 );
 // The creator as it stands now: its scopes (a key's, or a member's role), and whether it still holds them at all.
-const CREATOR = statement(
-  `SELECT k.scopes AS "keyScopes", (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) AS "keyLive",
-          m.role AS "memberRole", m.revoked_at IS NULL AS "memberLive"
-     FROM jobs j LEFT JOIN api_keys k ON k.id = j.created_by_key LEFT JOIN members m ON m.id = j.created_by_member
-    WHERE j.id = $1`,
-);
 const INSERT_ITEMS = statement('INSERT INTO job_items (job_id, seq, item) SELECT $1, seq - 1, item FROM unnest($2::jsonb[]) WITH ORDINALITY AS t(item, seq)');
 const FIND = statement(`SELECT ${COLUMNS} FROM jobs WHERE public_id = $1 AND workspace_id = $2`);
 const BY_PUBLIC_ID = statement(`SELECT ${COLUMNS} FROM jobs WHERE public_id = $1`);
@@ -132,7 +127,6 @@ export async function finishJobRecord(jobKey: number, status: JobStatus, on: Sql
   await on.rowCount(FINISH, [jobKey, status]);
 }
 
-export async function jobCreator(jobKey: number, on: Sql = sql): Promise<Creator | undefined> {
-  const [row] = await on.rows<Creator>(CREATOR, [jobKey]);
-  return row;
+export function jobCreator(jobKey: number, on: Sql = sql): Promise<Creator | undefined> {
+  return creatorOf('jobs', jobKey, on);
 }

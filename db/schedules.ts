@@ -1,6 +1,7 @@
 import type { Creator } from '../domain/creators';
 import type { FiringStatus, OverlapPolicy, ScheduleFields } from '../domain/schedules';
 import { sql, statement, type Sql } from './sql';
+import { creatorOf } from './creators';
 
 /** schedules: what each schedule runs and when; the Temporal Schedule of the same id fires it (migration 0023). */
 
@@ -84,15 +85,8 @@ export async function deleteSchedule(workspaceId: number, publicId: string, on: 
 }
 
 // The creator as it stands now (domain/creators.ts).
-const CREATOR = statement(
-  `SELECT k.scopes AS "keyScopes", (k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) AS "keyLive",
-          m.role AS "memberRole", m.revoked_at IS NULL AS "memberLive"
-     FROM schedules s LEFT JOIN api_keys k ON k.id = s.created_by_key LEFT JOIN members m ON m.id = s.created_by_member
-    WHERE s.id = $1`,
-);
-
-export async function scheduleCreator(scheduleKey: number, on: Sql = sql): Promise<Creator | undefined> {
-  return (await on.rows<Creator>(CREATOR, [scheduleKey]))[0];
+export function scheduleCreator(scheduleKey: number, on: Sql = sql): Promise<Creator | undefined> {
+  return creatorOf('schedules', scheduleKey, on);
 }
 
 const FIRED = statement('UPDATE schedules SET last_fired_at = $2, last_run = $3, last_status = $4, last_error_code = $5 WHERE id = $1');
