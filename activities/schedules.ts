@@ -8,7 +8,7 @@ import { recordFiring, scheduleById, scheduleCreator } from '../db/schedules';
 import { transaction } from '../db/sql';
 import { planRun } from '../api/planRun';
 import { parseExecutionRequest } from '../api/validation/runtimeInput';
-import type { ScheduledRunInput } from '../workflows/scheduledRun';
+import type { ScheduledRunInput } from '../domain/schedules';
 
 // A scheduled run is never a preview: no scope that would allow one.
 const FIRING_SCOPES: ReadonlySet<Scope> = new Set();

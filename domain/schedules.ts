@@ -1,4 +1,12 @@
+import type { RunInput } from './runs';
+
 /** Runs on a schedule (docs/api.md, "Schedules"): each firing is an ordinary agent run. */
+
+/** What each firing of a schedule's Temporal Schedule starts its scheduledRun workflow with. */
+export interface ScheduledRunInput {
+  scheduleId: string;
+  workspace: RunInput['workspace'];
+}
 
 /** What a firing does when the schedule's last firing is still running (Temporal's overlap policies). */
 export const OVERLAP_POLICIES = ['skip', 'buffer_one', 'allow'] as const;

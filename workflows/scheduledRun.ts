@@ -1,13 +1,9 @@
 import { executeChild, workflowInfo } from '@temporalio/workflow';
-import type { RunInput } from '../domain/runs';
+import type { ScheduledRunInput } from '../domain/schedules';
 import { agentRun } from './agentRun';
 import { runStartOptions } from './agentRun.options';
 import { namedActivities } from './namedActivities';
 
-export interface ScheduledRunInput {
-  scheduleId: string;
-  workspace: RunInput['workspace'];
-}
 
 /** Planning is bookkeeping in PostgreSQL, idempotent (the run's id is derived): retried until it succeeds, within the firing's minute. */
 const { fireSchedule } = namedActivities(
