@@ -137,7 +137,6 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
         onTextDelta: (delta: string) => {
           streamed += delta;
           events.emit(deltaType, { id: input.runId, call: input.call, attempt, delta });
-          ctx.heartbeat();
         },
       }),
     });

@@ -1,7 +1,9 @@
 import { logger } from '../infra/logger';
 import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runSettledChannel, WAITING, type StreamEventType } from '../domain/streamEvents';
+import type { ChainableCommander } from 'ioredis';
 import type Redis from 'ioredis';
 import { redis } from '../db/redis';
+import { inTurnBatch } from '../db/redisBatch';
 import type { RunOutcome, RunResponse } from '../domain/runs';
 
 /**
@@ -19,49 +21,52 @@ function withKeepAtLeast(client: Redis): WithKeepAtLeast {
 }
 
 /**
- * Appends events to a run's Redis stream. Appends on one connection keep their order, so callers
- * fire deltas without waiting and await only flush() before the run moves on.
+ * Appends events to a run's Redis stream. Every command goes in the process's batch for this turn of
+ * the event loop (db/redisBatch.ts), and batches go out in order on one connection, so callers fire
+ * deltas without waiting and await only flush() before the run moves on; an announcement always
+ * follows the events emitted before it.
  */
 export class RunEvents {
   private last: Promise<unknown> = Promise.resolve();
   private expirySet = false;
+  private readonly key: string;
 
-  constructor(private readonly runId: string) {}
+  constructor(private readonly runId: string) {
+    this.key = runEventsKey(runId);
+    // Defined before any batch this run's commands join is opened (a pipeline takes its client's scripts when made).
+    withKeepAtLeast(redis());
+  }
 
   emit(type: StreamEventType, data: unknown): void {
-    const key = runEventsKey(this.runId);
-    const pipeline = withKeepAtLeast(redis()).pipeline().xadd(key, 'MAXLEN', '~', String(RUN_EVENTS_MAX_LEN), '*', 'e', type, 'd', JSON.stringify(data));
-    if (!this.expirySet) (pipeline as unknown as WithKeepAtLeast).aesKeepAtLeast(key, RUN_EVENTS_TTL_S);
+    const firstWrite = !this.expirySet;
     this.expirySet = true;
-    this.last = pipeline
-      .exec()
-      // A lost event is survivable (the API emits the terminal event from the run's outcome); a failed run because of it is not.
-      .catch((err) => logger.warn({ err: String(err), run_id: this.runId, type }, 'run event not written'));
+    this.send(`run event ${type} not written`, (pipeline) => {
+      pipeline.xadd(this.key, 'MAXLEN', '~', String(RUN_EVENTS_MAX_LEN), '*', 'e', type, 'd', JSON.stringify(data));
+      if (firstWrite) (pipeline as unknown as WithKeepAtLeast).aesKeepAtLeast(this.key, RUN_EVENTS_TTL_S);
+    });
   }
 
   /** Sets the stream's life to `seconds` from now, longer or shorter (after the events emitted so far). */
   expireIn(seconds: number): void {
-    const key = runEventsKey(this.runId);
-    const previous = this.last;
-    this.last = previous.then(() => redis().expire(key, seconds)).catch((err) => logger.warn({ err: String(err), run_id: this.runId }, 'run event stream expiry not set'));
+    this.send('run event stream expiry not set', (pipeline) => pipeline.expire(this.key, seconds));
   }
 
   /** Publishes the run's committed settlement to whichever API instance waits to answer it (the stream's terminal event is for streams). */
   announceSettlement(outcome: RunOutcome): void {
-    const published = redis()
-      .publish(runSettledChannel(this.runId), JSON.stringify(outcome))
-      // Unheard, the waiting API answers from the workflow's outcome instead, a little later.
-      .catch((err) => logger.warn({ err: String(err), run_id: this.runId }, 'run settlement not announced'));
-    this.last = Promise.all([this.last, published]);
+    // Unheard, the waiting API answers from the workflow's outcome instead, a little later.
+    this.send('run settlement not announced', (pipeline) => pipeline.publish(runSettledChannel(this.runId), JSON.stringify(outcome)));
   }
 
   /** Tells the API waiting to answer the run that it waits for people now (a non-streamed request answers 202). */
   announceWaiting(): void {
-    const published = redis()
-      .publish(runSettledChannel(this.runId), JSON.stringify(WAITING))
-      // Unheard, the waiting request answers 202 when its bounded wait ends instead.
-      .catch((err) => logger.warn({ err: String(err), run_id: this.runId }, 'run waiting not announced'));
-    this.last = Promise.all([this.last, published]);
+    // Unheard, the waiting request answers 202 when its bounded wait ends instead.
+    this.send('run waiting not announced', (pipeline) => pipeline.publish(runSettledChannel(this.runId), JSON.stringify(WAITING)));
+  }
+
+  /** A lost event or announcement is survivable (the API emits the terminal event from the run's outcome); a run failed because of one is not. */
+  private send(failure: string, queue: (pipeline: ChainableCommander) => void): void {
+    const sent = inTurnBatch(queue).catch((err) => logger.warn({ err: String(err), run_id: this.runId }, failure));
+    this.last = Promise.all([this.last, sent]);
   }
 
   async flush(): Promise<void> {

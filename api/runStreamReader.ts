@@ -16,6 +16,15 @@ export interface StreamEntry {
 const BLOCK_MS = 2_000;
 /** Entries one read takes per stream: a client far behind catches up over several reads. */
 const COUNT = 500;
+/**
+ * After a read that found entries, the next waits this long per stream it carries (at most
+ * MAX_PAUSE_MS): a read costs Redis and this process in proportion to its streams, and with hundreds
+ * open each read found one or two entries, so re-reading at once spent most of the API's CPU on
+ * reads (docs/performance.md). Paced, what one connection spends on reading is bounded whatever the
+ * number of streams, and an entry waits at most the pause; a read of a few streams is not paced.
+ */
+const PAUSE_PER_STREAM_MS = 0.1;
+const MAX_PAUSE_MS = 50;
 
 /** Whether stream entry id `a` comes after `b` (ids are `milliseconds-sequence`). */
 export function isAfter(a: string, b: string): boolean {
@@ -61,6 +70,8 @@ export class StreamFollow {
  */
 class ReaderConnection {
   private readonly follows = new Map<string, Set<StreamFollow>>();
+  /** Each stream's earliest unseen entry among its follows: where the next read starts it. */
+  private readonly cursors = new Map<string, string>();
   private readonly connection: Redis = blockingConnection();
   private clientId: number | undefined;
   /** Bumped whenever a stream is added; a read carries the generation of the set it was sent with. */
@@ -87,6 +98,8 @@ class ReaderConnection {
     let set = this.follows.get(follow.key);
     if (!set) this.follows.set(follow.key, (set = new Set()));
     set.add(follow);
+    const cursor = this.cursors.get(follow.key);
+    if (cursor === undefined || isAfter(cursor, follow.after)) this.cursors.set(follow.key, follow.after);
     this.generation++;
     this.idle?.();
     void this.wake();
@@ -96,7 +109,15 @@ class ReaderConnection {
     const set = this.follows.get(follow.key);
     set?.delete(follow);
     // A stream nobody follows costs the reads under way a few bytes: no need to wake them.
-    if (set?.size === 0) this.follows.delete(follow.key);
+    if (set?.size === 0) {
+      this.follows.delete(follow.key);
+      this.cursors.delete(follow.key);
+    } else this.moveCursor(follow.key);
+  }
+
+  private moveCursor(key: string): void {
+    const set = this.follows.get(key);
+    if (set) this.cursors.set(key, [...set].reduce((min, f) => (isAfter(min, f.after) ? f.after : min), '99999999999999-0'));
   }
 
   /** Unblocks the read under way if it was sent without a stream added since; retried while the read is on its way to Redis. */
@@ -123,8 +144,8 @@ class ReaderConnection {
         this.idle = undefined;
         continue;
       }
-      const keys = [...this.follows.keys()];
-      const ids = keys.map((key) => [...this.follows.get(key)!].reduce((min, f) => (isAfter(min, f.after) ? f.after : min), '99999999999999-0'));
+      const keys = [...this.cursors.keys()];
+      const ids = [...this.cursors.values()];
       let reply: [string, Fields][] | null = null;
       this.reading = this.generation;
       try {
@@ -143,7 +164,10 @@ class ReaderConnection {
       for (const [key, raw] of reply ?? []) {
         const entries = entriesOf(raw);
         for (const follow of [...(this.follows.get(key) ?? [])]) follow.deliver(entries);
+        this.moveCursor(key);
       }
+      const pause = Math.min(MAX_PAUSE_MS, keys.length * PAUSE_PER_STREAM_MS);
+      if (reply && pause >= 1) await sleep(pause);
     }
   }
 }

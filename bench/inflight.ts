@@ -27,6 +27,8 @@ export interface OpenLoopFigures {
   duration_overhead_ms: Percentiles;
   /** When the provider was called, from the request's start: the part of the first-delta overhead spent before the call. */
   call_delay_ms: Percentiles;
+  /** The slowest call delay of the runs that arrived in each 5 s of the loop: whether waits built up, or came in bursts. */
+  call_delay_max_by_5s: number[];
   /** The runs that waited longest for their provider call, for their histories. */
   slowest: { run: string; call_delay_ms: number }[];
   /** Streams the bench held open at once, and provider calls the stub answered at once (runs a worker held). */
@@ -73,6 +75,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
   const duration: number[] = [];
   const callDelay: number[] = [];
   const byDelay: { run: string; call_delay_ms: number }[] = [];
+  const by5s: number[] = [];
   let failures = 0;
   let firstError: string | undefined;
   let open = 0;
@@ -86,9 +89,11 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
       if (wait > 0) await sleep(wait);
       open++;
       peakOpen = Math.max(peakOpen, open);
+      const bucket = Math.floor(i / (o.rate * 5));
       runs.push(
         streamedRun(s, o)
           .then(({ firstDeltaMs, totalMs, callDelayMs, runId }) => {
+            by5s[bucket] = Math.max(by5s[bucket] ?? 0, Math.round(callDelayMs));
             byDelay.push({ run: runId, call_delay_ms: Math.round(callDelayMs) });
             firstDelta.push(firstDeltaMs);
             duration.push(totalMs);
@@ -113,6 +118,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
     first_delta_overhead_ms: percentiles(firstDelta),
     duration_overhead_ms: percentiles(duration),
     call_delay_ms: percentiles(callDelay),
+    call_delay_max_by_5s: Array.from(by5s, (ms) => ms ?? 0),
     slowest: byDelay.sort((a, b) => b.call_delay_ms - a.call_delay_ms).slice(0, 3),
     peak_open_streams: peakOpen,
     peak_provider_calls: s.stub.peakInFlight,

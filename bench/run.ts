@@ -67,6 +67,9 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
   const openLoopFigures = await openLoop(s, o);
   const { first_delta_overhead_ms: fd, call_delay_ms: cd } = openLoopFigures;
   log(`inflight: first-delta overhead p50 ${fd.p50} ms, p99 ${fd.p99} ms (before the provider call: p50 ${cd.p50} ms, p99 ${cd.p99} ms), ${openLoopFigures.failures} failed`);
+  const perRun = Object.entries(openLoopFigures.usage.cpuMs).filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${(ms / openLoopFigures.runs).toFixed(1)}`);
+  log(`inflight: slowest call delay of the runs arriving in each 5 s: ${openLoopFigures.call_delay_max_by_5s.join(', ')} ms`);
+  log(`inflight: CPU ms per run: ${perRun.join(', ')}`);
   for (const { run, call_delay_ms } of openLoopFigures.slowest) log(`  ${run} waited ${call_delay_ms} ms for its call; its history (ms from start): ${await timeline(run).catch((err) => String(err))}`);
   log(`inflight: ${streams.count} streams opened at once, each ${streams.chunks} deltas ${streams.waitMs} ms apart; the API's Redis connections counted while they are open`);
   const streamFigures = await openStreams(s, streams.count, streams);
