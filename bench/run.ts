@@ -16,7 +16,7 @@ import { heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timelin
 import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 
 /**
- * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight | --real-model]`: starts its own stack, measures the floor (Temporal's own cost), runs,
+ * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model]`: starts its own stack, measures the floor (Temporal's own cost), runs,
  * streams and an authenticated GET against a bare Koa route, how a run's cost grows with its work, the
  * other workloads, runs with one worker process against two, and streamed runs on the embedded real
  * model against the same requests sent to it straight; prints a table and writes
@@ -31,6 +31,10 @@ const PROFILE = process.argv.includes('--profile');
 const INFLIGHT_ONLY = process.argv.includes('--inflight');
 /** Only the real-model phase: the service and the embedded model server, side by side. */
 const REAL_MODEL_ONLY = process.argv.includes('--real-model');
+/** `--inflight-rate N`: the open loop's arrivals per second instead of its default, to find what a machine holds. */
+const at = process.argv.indexOf('--inflight-rate');
+const INFLIGHT_RATE = at === -1 ? undefined : Number(process.argv[at + 1]);
+if (INFLIGHT_RATE !== undefined && !(INFLIGHT_RATE > 0)) throw new Error('--inflight-rate takes a number of runs a second');
 
 const SETTINGS = QUICK
   ? {
@@ -62,7 +66,8 @@ const SETTINGS = QUICK
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 
 async function inflight(s: Stack): Promise<InflightMeasured> {
-  const { inflight: o, openStreams: streams, batch: b } = SETTINGS;
+  const { openStreams: streams, batch: b } = SETTINGS;
+  const o = { ...SETTINGS.inflight, rate: INFLIGHT_RATE ?? SETTINGS.inflight.rate };
   log(`inflight: open loop, ${o.rate} streamed runs a second for ${o.seconds} s, each ${o.chunks} deltas ${o.waitMs} ms apart (${(o.rate * o.chunks * o.waitMs) / 1000} in flight at steady state)`);
   const openLoopFigures = await openLoop(s, o);
   const { first_delta_overhead_ms: fd, call_delay_ms: cd } = openLoopFigures;

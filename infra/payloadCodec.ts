@@ -8,18 +8,22 @@ const ENCODING = 'binary/encrypted';
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** A payload that says only "nothing" (no details, no result): nothing to hide, and each activity's heartbeat is one. */
+const isNothing = (payload: Payload) => !payload.data?.length && payload.metadata?.encoding !== undefined && decoder.decode(payload.metadata.encoding) === 'binary/null';
+
 /**
  * Temporal's answer for sensitive data: every payload (workflow and activity inputs and results) leaves
  * the process sealed with AES-256-GCM, the key id in its metadata, so Temporal's history holds no
  * plaintext of a run. The API, the workers and the codec endpoint (the UI's and CLI's way to decode,
  * behind an operator token) share it. Payloads written before it existed decode as they are. The one
  * exception is what workflows/summaries.ts marks: the UI's summaries, which say what a workflow or
- * an activity is and hold no content, stay readable without the codec.
+ * an activity is and hold no content, stay readable without the codec; and a payload of nothing
+ * (binary/null), which holds none either, is not sealed: a call heartbeats every second.
  */
 export const payloadCodec: PayloadCodec = {
   async encode(payloads: Payload[]): Promise<Payload[]> {
     return payloads.map((payload) =>
-      payload.metadata?.[UNSEALED_METADATA_KEY]
+      payload.metadata?.[UNSEALED_METADATA_KEY] || isNothing(payload)
         ? payload
         : { metadata: { encoding: encoder.encode(ENCODING) }, data: seal(temporal.api.common.v1.Payload.encode(payload).finish()) },
     );
