@@ -4,7 +4,7 @@ import { derivedId, mintId, mintTraceId } from '../domain/ids';
 import type { RunInput } from '../domain/runs';
 import type { Scope } from '../domain/scopes';
 import { Outbox } from '../db/outbox';
-import { recordFiring, scheduleById, scheduleCreator } from '../db/schedules';
+import { recordFiring, scheduleCreator, scheduleToFire } from '../db/schedules';
 import { transaction } from '../db/sql';
 import { planRun } from '../api/planRun';
 import { parseExecutionRequest } from '../api/validation/runtimeInput';
@@ -20,7 +20,7 @@ const FIRING_SCOPES: ReadonlySet<Scope> = new Set();
  * run, with schedule.run_blocked; failed otherwise), and the schedule goes on.
  */
 export async function fireSchedule(f: ScheduledRunInput & { firingId: string; firedAt: number }): Promise<{ run?: RunInput }> {
-  const schedule = await scheduleById(f.scheduleId);
+  const schedule = await scheduleToFire(f.scheduleId);
   if (!schedule) return {};
   const at = new Date(f.firedAt);
   const runId = derivedId('run', f.firingId, f.firedAt);
@@ -30,7 +30,7 @@ export async function fireSchedule(f: ScheduledRunInput & { firingId: string; fi
       throw new ServiceError('permission_denied', 'The credential that created this schedule no longer holds "agents:run" (revoked, expired or changed): it does not run.');
     }
     const request = parseExecutionRequest(schedule.run);
-    const run = await planRun({ workspace: f.workspace, scopes: FIRING_SCOPES, ...ids }, request, { kind: 'agent_run', agentPublicId: schedule.agent_public_id }, runId, () => undefined);
+    const run = await planRun({ workspace: schedule.workspace, scopes: FIRING_SCOPES, ...ids }, request, { kind: 'agent_run', agentPublicId: schedule.agent_public_id }, runId, () => undefined);
     await recordFiring(schedule.id, { at, run: runId, status: 'started', errorCode: null });
     return { run: { ...run, scheduleId: schedule.public_id } };
   } catch (err) {
@@ -39,7 +39,7 @@ export async function fireSchedule(f: ScheduledRunInput & { firingId: string; fi
     await transaction(async (tx) => {
       await recordFiring(schedule.id, { at, run: null, status: blocked ? 'blocked' : 'failed', errorCode: err.code }, tx);
       if (!blocked) return;
-      const outbox = new Outbox(f.workspace, { ...ids, scheduleId: schedule.public_id });
+      const outbox = new Outbox(schedule.workspace, { ...ids, scheduleId: schedule.public_id });
       outbox.add('schedule.run_blocked', { object: 'schedule_firing', schedule: schedule.public_id, agent: schedule.agent_public_id, fired_at: at.toISOString(), error: { code: err.code, message: err.message } });
       await outbox.write(tx);
     });

@@ -25,7 +25,6 @@ const COLUMNS = 'id, public_id, workspace_id, type, params, status, cancel_reque
 const INSERT = statement(
   `INSERT INTO jobs (public_id, workspace_id, type, params, items_total, request_id, trace_id, created_by_key, created_by_member) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
 );
-// The creator as it stands now: its scopes (a key's, or a member's role), and whether it still holds them at all.
 const INSERT_ITEMS = statement('INSERT INTO job_items (job_id, seq, item) SELECT $1, seq - 1, item FROM unnest($2::jsonb[]) WITH ORDINALITY AS t(item, seq)');
 const FIND = statement(`SELECT ${COLUMNS} FROM jobs WHERE public_id = $1 AND workspace_id = $2`);
 const BY_PUBLIC_ID = statement(`SELECT ${COLUMNS} FROM jobs WHERE public_id = $1`);

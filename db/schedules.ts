@@ -1,9 +1,12 @@
 import type { Creator } from '../domain/creators';
+import type { RunInput } from '../domain/runs';
 import type { FiringStatus, OverlapPolicy, ScheduleFields } from '../domain/schedules';
 import { sql, statement, type Sql } from './sql';
 import { creatorOf } from './creators';
 
 /** schedules: what each schedule runs and when; the Temporal Schedule of the same id fires it (migration 0023). */
+
+type RunWorkspace = RunInput['workspace'];
 
 export interface ScheduleRow extends ScheduleFields {
   id: number;
@@ -54,11 +57,18 @@ export async function lockSchedule(workspaceId: number, publicId: string, tx: Sq
   return (await tx.rows<ScheduleRow>(LOCK, [publicId, workspaceId]))[0];
 }
 
-const BY_PUBLIC_ID = statement(`SELECT ${COLUMNS} FROM schedules WHERE public_id = $1 AND deleted_at IS NULL`);
+const FIRING = statement(
+  `SELECT ${COLUMNS.replace(/(\w+)/g, 's.$1')}, w.public_id AS workspace_public_id, w.tenant_ref, p.public_id AS partner_public_id
+     FROM schedules s JOIN workspaces w ON w.id = s.workspace_id LEFT JOIN partners p ON p.id = w.partner_id
+    WHERE s.public_id = $1 AND s.deleted_at IS NULL`,
+);
 
-/** A schedule as its firing reads it; undefined once deleted. */
-export async function scheduleById(publicId: string, on: Sql = sql): Promise<ScheduleRow | undefined> {
-  return (await on.rows<ScheduleRow>(BY_PUBLIC_ID, [publicId]))[0];
+/** A schedule as its firing reads it, with its workspace as it stands; undefined once deleted. */
+export async function scheduleToFire(publicId: string, on: Sql = sql): Promise<(ScheduleRow & { workspace: RunWorkspace }) | undefined> {
+  const [row] = await on.rows<ScheduleRow & { workspace_public_id: string; tenant_ref: string | null; partner_public_id: string | null }>(FIRING, [publicId]);
+  if (!row) return undefined;
+  const { workspace_public_id, tenant_ref, partner_public_id, ...schedule } = row;
+  return { ...schedule, workspace: { id: row.workspace_id, publicId: workspace_public_id, tenantRef: tenant_ref, partnerPublicId: partner_public_id } };
 }
 
 const PAGE = statement(`SELECT ${COLUMNS} FROM schedules WHERE workspace_id = $1 AND deleted_at IS NULL ORDER BY id DESC OFFSET $2 LIMIT $3`);

@@ -1,11 +1,15 @@
-import type { RunInput } from './runs';
 
 /** Runs on a schedule (docs/api.md, "Schedules"): each firing is an ordinary agent run. */
 
-/** What each firing of a schedule's Temporal Schedule starts its scheduledRun workflow with. */
+/**
+ * What each firing of a schedule's Temporal Schedule starts its scheduledRun workflow with: the
+ * schedule's id alone, unsealed. A Schedule keeps its arguments for as long as it lives, and ones
+ * sealed with a payload key later dropped from the ring could no longer be opened; an id is no
+ * secret (it names the Schedule too), and the firing reads everything else from the schedule's row.
+ * (Firings of Schedules made before this also carry their workspace, which nothing reads.)
+ */
 export interface ScheduledRunInput {
   scheduleId: string;
-  workspace: RunInput['workspace'];
 }
 
 /** What a firing does when the schedule's last firing is still running (Temporal's overlap policies). */

@@ -1,7 +1,7 @@
 import { Client, Connection, ScheduleNotFoundError } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
 import { fireSchedule } from '../activities/schedules';
-import { findWorkspace, creditWorkspace } from '../db/workspaces';
+import { creditWorkspace } from '../db/workspaces';
 import { db } from '../db/sequelize';
 import { dataConverter } from '../infra/payloadCodec';
 import { type Answer, call, heldRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
@@ -73,6 +73,11 @@ describe('schedules', () => {
     expect(temporalSchedule.spec).toMatchObject({ intervals: [{ every: 3_600_000 }], timezone: 'Europe/Paris' });
     expect(temporalSchedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'scheduledRun', taskQueue: 'background' });
     expect(temporalSchedule.policies.overlap).toBe('SKIP');
+    // Its argument is the schedule's id alone, unsealed: a Schedule outlives payload keys, and an id is no secret.
+    const { schedule } = await client.workflowService.describeSchedule({ namespace: client.options.namespace, scheduleId: id });
+    const [arg] = schedule!.action!.startWorkflow!.input!.payloads!;
+    expect(new TextDecoder().decode(arg.metadata!.encoding!)).toBe('json/plain');
+    expect(JSON.parse(Buffer.from(arg.data!).toString())).toEqual({ scheduleId: id });
 
     await fire(id);
     const firing = await firedAfter(t, id, null);
@@ -104,9 +109,7 @@ describe('schedules', () => {
   it('a retried firing plans the same run once: its id is derived from the firing, its credits held once', async () => {
     const t = await tenant({ scopes: SCOPES });
     const id = (await create(t, {})).body.id as string;
-    const ws = (await findWorkspace(t.workspace))!;
-    const workspace = { id: ws.id, publicId: ws.publicId, tenantRef: null, partnerPublicId: null };
-    const firing = { scheduleId: id, workspace, firingId: `${id}-2026-11-25T08:00:00Z`, firedAt: Date.parse('2026-11-25T08:00:00Z') };
+    const firing = { scheduleId: id, firingId: `${id}-2026-11-25T08:00:00Z`, firedAt: Date.parse('2026-11-25T08:00:00Z') };
     const first = await fireSchedule(firing);
     const again = await fireSchedule(firing);
     expect(first.run!.runId).toMatch(/^run_01/);
@@ -160,8 +163,7 @@ describe('schedules', () => {
     expect((await read(t, id)).status).toBe(404);
     expect((await call(api.url, 'DELETE', `/api/v2/schedules/${id}`, { key: t.key })).status).toBe(404);
     await expect(client.schedule.getHandle(id).describe()).rejects.toBeInstanceOf(ScheduleNotFoundError);
-    const ws = (await findWorkspace(t.workspace))!;
-    const late = await fireSchedule({ scheduleId: id, workspace: { id: ws.id, publicId: ws.publicId, tenantRef: null, partnerPublicId: null }, firingId: `${id}-late`, firedAt: Date.now() });
+    const late = await fireSchedule({ scheduleId: id, firingId: `${id}-late`, firedAt: Date.now() });
     expect(late).toEqual({});
   });
 

@@ -1,11 +1,11 @@
 import { ScheduleAlreadyRunning, ScheduleNotFoundError, type Client, type ScheduleOptionsStartWorkflowAction, type ScheduleOverlapPolicy, type ScheduleSpec } from '@temporalio/client';
 import { invalidRequest } from '../domain/errors';
 import type { RunInput } from '../domain/runs';
-import type { OverlapPolicy } from '../domain/schedules';
+import type { OverlapPolicy, ScheduledRunInput } from '../domain/schedules';
 import type { ScheduleRow } from '../db/schedules';
 import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import type { scheduledRun } from './scheduledRun';
-import { workDescribed } from './summaries';
+import { unsealed, workDescribed } from './summaries';
 
 /**
  * Everything the API does with a schedule's Temporal Schedule (of the schedule's id): its spec, its
@@ -28,8 +28,8 @@ function optionsOf(row: ScheduleRow, workspace: RunInput['workspace']) {
     type: 'startWorkflow',
     workflowType: 'scheduledRun',
     taskQueue: SCHEDULED_RUN_QUEUE,
-      workflowId: row.public_id,
-    args: [{ scheduleId: row.public_id, workspace }],
+    workflowId: row.public_id,
+    args: [unsealed<ScheduledRunInput>({ scheduleId: row.public_id })],
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.workspaceId, value: workspace.publicId },
       { key: SEARCH_ATTRIBUTES.agentId, value: row.agent_public_id },

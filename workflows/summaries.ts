@@ -5,14 +5,15 @@ import type { RunInput } from '../domain/runs';
 export const UNSEALED_METADATA_KEY = 'aes-unsealed';
 
 /**
- * Text the Temporal UI shows as it is, in its lists and without the codec: a workflow's summary and
- * details, an activity's summary. The SDK passes a RawValue's payload through untouched, so it
- * reaches the codec marked; typed as the string the SDK's options expect.
+ * A value Temporal keeps as it is, readable without the codec: the UI's text (a workflow's summary
+ * and details, an activity's summary) and a Schedule's arguments (ids only). The SDK passes a
+ * RawValue's payload through untouched, so it reaches the codec marked; typed as the value the SDK's
+ * options expect.
  */
-export function unsealed(text: string): string {
-  const payload = defaultPayloadConverter.toPayload(text);
+export function unsealed<T>(value: T): T {
+  const payload = defaultPayloadConverter.toPayload(value);
   payload.metadata = { ...payload.metadata, [UNSEALED_METADATA_KEY]: new TextEncoder().encode('1') };
-  return RawValue.fromPayload(payload) as unknown as string;
+  return RawValue.fromPayload(payload) as unknown as T;
 }
 
 /**
