@@ -3,9 +3,9 @@ import { runStatus } from '../db/runs';
 import { answerMismatch, type ActionAnswer, type ActionOutcome } from '../domain/actions';
 import { invalidRequest, ServiceError } from '../domain/errors';
 import { TERMINAL_STATUSES, type RunResponse } from '../domain/runs';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { temporal } from '../infra/temporalClient';
-import { answerRunAction } from '../workflows/agentRun.client';
+import { answerRunAction, isMissing } from '../workflows/agentRun.client';
 import { notFound } from './tenancy';
 
 const cancelledWhileWaiting = (runId: string, callId: string) => new ServiceError('action_not_pending', `Run ${runId} was cancelled while it waited on call ${callId}.`);
@@ -41,7 +41,7 @@ export async function answerAction(run: RunResponse, answer: ActionAnswer): Prom
     if (now && now.status !== 'pending') return closed(now, run);
     // Refused by the run's validator while the call's closing is being recorded, or the run ended (cancelled) mid-answer.
     const ended = TERMINAL_STATUSES.has((await runStatus(run.id)) ?? 'running');
-    if (ended || err instanceof WorkflowUpdateFailedError || err instanceof WorkflowNotFoundError) throw new ServiceError('action_not_pending', `Run ${run.id} no longer waits on call ${answer.call_id}.`);
+    if (ended || err instanceof WorkflowUpdateFailedError || isMissing(err)) throw new ServiceError('action_not_pending', `Run ${run.id} no longer waits on call ${answer.call_id}.`);
     throw err;
   }
 }

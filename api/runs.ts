@@ -4,7 +4,6 @@ import type { Scope } from '../domain/scopes';
 import { ZERO_USAGE } from '../domain/usage';
 import type { RunStatus } from '../domain/errors';
 import { findRun } from '../db/runs';
-import { pendingActions } from '../db/runActions';
 import { requiredAction } from '../domain/actions';
 import { describeRun, type RunWorkflowState } from '../workflows/agentRun.client';
 import { workspaceOf } from './middleware/auth';
@@ -37,8 +36,6 @@ export async function runAsItStands(principal: Principal, publicId: string): Pro
   const row = await findRun(workspace.id, publicId);
   if (row && !readable(principal, row.kind)) throw notFound('run_not_found');
   if (row) {
-    // Only a running run waits for people: its pending calls are its required_action.
-    const waitsOn = row.status === 'running' ? await pendingActions(row.public_id) : [];
     return toRunResponse({
       id: row.public_id,
       status: row.status,
@@ -51,7 +48,8 @@ export async function runAsItStands(principal: Principal, publicId: string): Pro
       metadata: row.metadata,
       requestId: row.request_id,
       traceId: row.trace_id,
-      ...(waitsOn.length > 0 && { requiredAction: requiredAction(row.public_id, waitsOn) }),
+      // Only a running run waits for people: its pending calls are its required_action.
+      ...(row.pending.length > 0 && { requiredAction: requiredAction(row.public_id, row.pending) }),
     });
   }
   if (!hasPrefix('run', publicId)) throw notFound('run_not_found');

@@ -33,17 +33,6 @@ export async function insertActions(runId: string, round: number, calls: Require
   return rows.map((r) => r.call_id);
 }
 
-const PENDING = statement(
-  `SELECT a.call_id, a.type, a.tool, a.arguments, a.expires_at FROM run_actions a JOIN runs r ON r.id = a.run_id
-    WHERE r.public_id = $1 AND r.status = 'running' AND a.status = 'pending' ORDER BY a.id`,
-);
-
-/** The calls the run waits on now, oldest first: none once it has ended, however it ended. */
-export async function pendingActions(runId: string, on: Sql = sql): Promise<RequiredCall[]> {
-  const rows = await on.rows<{ call_id: string; type: ActionType; tool: string; arguments: string | null; expires_at: Date }>(PENDING, [runId]);
-  return rows.map((r) => ({ call_id: r.call_id, type: r.type, tool: r.tool, ...(r.arguments !== null && { arguments: r.arguments }), expires_at: r.expires_at.toISOString() }));
-}
-
 const BY_CALL = statement(`SELECT ${COLUMNS} FROM run_actions a JOIN runs r ON r.id = a.run_id WHERE r.public_id = $1 AND a.call_id = $2 ORDER BY a.round DESC LIMIT 1`);
 
 /** The run's latest call of this id (a model may reuse an id in a later round). */

@@ -1,4 +1,5 @@
 import { mintId } from '../domain/ids';
+import type { RequiredCall } from '../domain/actions';
 import type { PassageRef } from '../domain/knowledge';
 import type { RunStatus } from '../domain/errors';
 import type { OutputItem, RunKind } from '../domain/runs';
@@ -211,19 +212,26 @@ export interface RunRow {
   metadata: Record<string, unknown>;
   request_id: string;
   trace_id: string;
+  /** The calls a running run waits on now (run_actions), oldest first; none once it has ended, however it ended. */
+  pending: RequiredCall[];
 }
 
+// The pending calls in the same read: every poll of a running run asks, and few runs ever wait.
 const IN_WORKSPACE = statement(
   `SELECT r.public_id, r.status, r.kind, a.public_id AS agent, r.agent_version, c.public_id AS conversation, c.internal,
-          r.output, r.usage, r.metadata, r.request_id, r.trace_id
+          r.output, r.usage, r.metadata, r.request_id, r.trace_id,
+          CASE WHEN r.status = 'running' THEN
+            (SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('call_id', x.call_id, 'type', x.type, 'tool', x.tool, 'arguments', x.arguments, 'expires_at', x.expires_at)) ORDER BY x.id)
+               FROM run_actions x WHERE x.run_id = r.id AND x.status = 'pending')
+          END AS pending
      FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id
     WHERE r.public_id = $1 AND r.workspace_id = $2`,
 );
 
 /** A recorded run, scoped to a workspace: another workspace's run is as absent as a missing one. */
 export async function findRun(workspaceId: number, publicId: string, on: Sql = sql): Promise<RunRow | undefined> {
-  const [row] = await on.rows<RunRow>(IN_WORKSPACE, [publicId, workspaceId]);
-  return row;
+  const [row] = await on.rows<Omit<RunRow, 'pending'> & { pending: RequiredCall[] | null }>(IN_WORKSPACE, [publicId, workspaceId]);
+  return row && { ...row, pending: (row.pending ?? []).map((call) => ({ ...call, expires_at: new Date(call.expires_at).toISOString() })) };
 }
 
 const STATUS = statement('SELECT status FROM runs WHERE public_id = $1');

@@ -61,7 +61,7 @@ export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments'
 }
 
 /** maxRunCost in its two factors: how many model calls the run may make, and the most one of them can cost. */
-export function callBound(r: RunCostInput): { calls: number; perCall: number } {
+function callBound(r: RunCostInput): { calls: number; perCall: number } {
   const toolsOffered = r.tools.length > 0;
   const output = r.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
   const calls = 1 + (toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);

@@ -41,7 +41,7 @@ export function runHandle(client: Client, runId: string): RunHandle {
 const GRPC_NOT_FOUND = 5;
 
 /** No such workflow: the SDK's error, or the server's NOT_FOUND as some calls pass it on unwrapped. */
-const isMissing = (err: unknown) => err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND);
+export const isMissing = (err: unknown) => err instanceof WorkflowNotFoundError || (isGrpcServiceError(err) && err.code === GRPC_NOT_FOUND);
 
 /** Tells a queued turn that a turn of its conversation ended; a run that is over or never started needs no telling. */
 export async function wakeTurn(client: Client, runId: string): Promise<void> {
