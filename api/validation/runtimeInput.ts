@@ -237,3 +237,18 @@ export const MessageBody = refined(
 
 /** An execution body outside a request (a runs.batch job's item). */
 export const parseExecutionRequest = (body: unknown): ExecutionRequest => parse(ExecutionBody, body);
+
+/**
+ * A run's body given before its run (a job's item, a schedule's firings), checked now as the run's
+ * body would be, so that what is accepted can run: not streamed (such runs are followed with
+ * GET /api/v2/runs/{id}/events) and without an agent (named once, in `agentIn`). Errors begin with `at`.
+ */
+export function checkRunAhead(body: unknown, o: { at: string; within: string; agentIn: string }): void {
+  try {
+    const request = parseExecutionRequest(body);
+    if (request.options.stream) throw invalidRequest(`stream is not available ${o.within}; follow each run with GET /api/v2/runs/{id}/events.`);
+    if (request.agent !== undefined) throw invalidRequest(`the agent is named once, in ${o.agentIn}.`);
+  } catch (err) {
+    throw invalidRequest(`${o.at}: ${(err as Error).message}`);
+  }
+}

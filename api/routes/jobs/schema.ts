@@ -8,7 +8,7 @@ import { IDEMPOTENCY_HEADERS, MAX_IDEMPOTENCY_KEY_LENGTH } from '../../middlewar
 import { refined, validated } from '../../middleware/validate';
 import { about, described } from '../../validation/about';
 import { idParam, offsetParam, oneOfFilter, positiveParam } from '../../validation/listQuery';
-import { ExecutionBody, parseExecutionRequest, plainObject } from '../../validation/runtimeInput';
+import { checkRunAhead, ExecutionBody, plainObject } from '../../validation/runtimeInput';
 import { structuredSchema } from '../../validation/structuredSchema';
 
 /** Larger list requests are clamped to this; item pages to MAX_ITEM_LIMIT. */
@@ -84,13 +84,7 @@ function checkItem(type: JobType, item: unknown, at: number): unknown {
     if (typeof item !== 'string' || !isPublicId('document', item)) throw invalidRequest(`items[${at}] must be a document id (doc_…).`);
     return item;
   }
-  try {
-    const request = parseExecutionRequest(item);
-    if (request.options.stream) throw invalidRequest('stream is not available in a job; follow each run with GET /api/v2/runs/{id}/events.');
-    if (request.agent !== undefined) throw invalidRequest('the agent is named once, in params.agent.');
-  } catch (err) {
-    throw invalidRequest(`items[${at}]: ${(err as Error).message}`);
-  }
+  checkRunAhead(item, { at: `items[${at}]`, within: 'in a job', agentIn: 'params.agent' });
   return item;
 }
 

@@ -5,7 +5,7 @@ import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
 import { refined } from '../../middleware/validate';
 import { about, described } from '../../validation/about';
 import { offsetParam, positiveParam } from '../../validation/listQuery';
-import { ExecutionBody, parseExecutionRequest } from '../../validation/runtimeInput';
+import { checkRunAhead, ExecutionBody } from '../../validation/runtimeInput';
 
 /** Larger list requests are clamped to this. */
 export const MAX_SCHEDULE_LIMIT = 100;
@@ -78,13 +78,7 @@ export interface ScheduleChange {
 
 /** The run each firing makes, checked now as its body would be: a schedule is accepted only when its firings could run. */
 function checkRun(run: Record<string, unknown>): Record<string, unknown> {
-  try {
-    const request = parseExecutionRequest(run);
-    if (request.options.stream) throw invalidRequest('stream is not available on a schedule; follow each run with GET /api/v2/runs/{id}/events.');
-    if (request.agent !== undefined) throw invalidRequest('the agent is named once, in agent.');
-  } catch (err) {
-    throw invalidRequest(`run: ${(err as Error).message}`);
-  }
+  checkRunAhead(run, { at: 'run', within: 'on a schedule', agentIn: 'agent' });
   return run;
 }
 
