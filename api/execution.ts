@@ -69,8 +69,8 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
   awaitedRuns.inc();
   try {
     // A run that waits for people is answered as it stands at once: its wait may last days.
-    const waits = settlement?.waitsForPeople.then(() => undefined) ?? new Promise<undefined>(() => undefined);
-    outcome = await within(Promise.race([outcomeOf(handle, settlement), waits]), options.timeoutMs + config().apiWaitGraceMs);
+    const settled = settlement ? Promise.race([outcomeOf(handle, settlement), settlement.waitsForPeople.then(() => undefined)]) : outcomeOf(handle);
+    outcome = await within(settled, options.timeoutMs + config().apiWaitGraceMs);
   } catch (err) {
     if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
     throw err;
