@@ -70,11 +70,12 @@ const SERVICE_CODE: WorkerCode = { workflowsPath: require.resolve('../workflows'
  * replays its whole history on its next task (the SDK would size the cache from the capped heap).
  * Background work parses documents (CPU and memory); deliveries wait at most 5 s each.
  *
- * Workflow task polls: half the task slots (the SDK's advice), half of them on the queue every run's
- * first task comes from. The SDK's default puts 2 of 10 there, sized for long workflows whose tasks
- * mostly come from the worker's own sticky queue; a run has two tasks, the first from the shared
- * queue. With 2, once the runs of a busy worker began to end, its first tasks piled up in Temporal
- * for tens of seconds while its task slots stood free (docs/performance.md).
+ * Workflow task polls on agent-runs: half the task slots (the SDK's advice), half of them on the queue
+ * every run's first task comes from. The SDK's default puts 2 of 10 there, sized for long workflows
+ * whose tasks mostly come from the worker's own sticky queue; a run has two tasks, the first from the
+ * shared queue. With 2, once the runs of a busy worker began to end, its first tasks piled up in
+ * Temporal for tens of seconds while its task slots stood free (docs/performance.md). The other
+ * queues keep the SDK's polls: nothing measured asks for more.
  */
 function capacity(taskQueue: string): Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxCachedWorkflows' | 'workflowTaskPollerBehavior' | 'nonStickyToStickyPollRatio'> {
   const w = config().worker;
@@ -83,8 +84,7 @@ function capacity(taskQueue: string): Pick<WorkerOptions, 'maxConcurrentActivity
     maxConcurrentActivityTaskExecutions: activities[taskQueue] ?? w.inflightRuns,
     maxConcurrentWorkflowTaskExecutions: w.workflowTasks,
     maxCachedWorkflows: taskQueue === 'agent-runs' || !(taskQueue in activities) ? w.cachedRuns : Math.max(100, activities[taskQueue]),
-    workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: Math.max(2, Math.floor(w.workflowTasks / 2)) },
-    nonStickyToStickyPollRatio: 0.5,
+    ...(taskQueue === 'agent-runs' && { workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: Math.max(2, Math.floor(w.workflowTasks / 2)) }, nonStickyToStickyPollRatio: 0.5 }),
   };
 }
 
