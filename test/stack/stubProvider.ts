@@ -36,7 +36,9 @@ export interface StubReply {
   refusesJsonSchema?: boolean;
   /**
    * Held until this many requests of the model are held at once, then all answered: a test of how
-   * many calls the service has in flight together that no machine's speed can pass or fail.
+   * many calls the service has in flight together that no machine's speed can pass or fail. A request
+   * its client gave up on no longer counts (its retry does), and once they have all been answered,
+   * later `together` replies are not held.
    */
   together?: number;
   /** Held until the test releases the model's held requests (POST /_stub/release). */
@@ -57,8 +59,10 @@ export interface RecordedRequest {
 interface Script {
   replies: StubReply[];
   requests: RecordedRequest[];
-  /** Requests held by `together`, released when enough have come. */
-  held: (() => void)[];
+  /** Requests held (by `together` or `hold`), each with its release. */
+  held: { request: RecordedRequest; release: () => void }[];
+  /** Whether a `together` gathering has been answered. */
+  gathered: boolean;
 }
 
 const DEFAULT_REPLY: StubReply = { text: 'stub reply' };
@@ -99,7 +103,7 @@ export class StubProvider extends LoopbackServer {
   private script(model: string): Script {
     let script = this.scripts.get(model);
     if (!script) {
-      script = { replies: [], requests: [], held: [] };
+      script = { replies: [], requests: [], held: [], gathered: false };
       this.scripts.set(model, script);
     }
     return script;
@@ -109,12 +113,12 @@ export class StubProvider extends LoopbackServer {
     const url = new URL(req.url ?? '/', 'http://stub');
     if (req.method === 'POST' && url.pathname === '/_stub/script') {
       const { model, replies } = (await readJson(req)) as { model: string; replies: StubReply[] };
-      this.scripts.set(model, { replies: [...replies], requests: [], held: [] });
+      this.scripts.set(model, { replies: [...replies], requests: [], held: [], gathered: false });
       res.writeHead(204).end();
       return;
     }
     if (req.method === 'POST' && url.pathname === '/_stub/release') {
-      for (const release of this.scripts.get(url.searchParams.get('model') ?? '')?.held.splice(0) ?? []) release();
+      for (const held of this.scripts.get(url.searchParams.get('model') ?? '')?.held.splice(0) ?? []) held.release();
       res.writeHead(204).end();
       return;
     }
@@ -149,10 +153,13 @@ export class StubProvider extends LoopbackServer {
       return;
     }
     const reply = script.replies.shift() ?? DEFAULT_REPLY;
-    if (reply.together || reply.hold) {
+    if ((reply.together && !script.gathered) || reply.hold) {
       await new Promise<void>((release) => {
-        script.held.push(release);
-        if (reply.together && script.held.length >= reply.together) for (const r of script.held.splice(0)) r();
+        script.held.push({ request: recorded, release });
+        if (reply.together && script.held.filter((h) => !h.request.aborted).length >= reply.together) {
+          script.gathered = true;
+          for (const h of script.held.splice(0)) h.release();
+        }
       });
     }
     if (reply.delayMs) await sleep(reply.delayMs);
