@@ -9,7 +9,7 @@ import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';
 import { maxRunCost } from '../domain/billing';
 import { countTokens } from 'gpt-tokenizer';
-import { call, providerRequests, scriptModel, listeningPartner, tenant, useApi } from './support/stack';
+import { call, heldRequests, providerRequests, releaseHeld, scriptModel, listeningPartner, tenant, until, useApi } from './support/stack';
 
 const api = useApi();
 
@@ -165,8 +165,13 @@ describe('credit reservations', () => {
     const config = { max_output_tokens: 50 };
     const maximum = maxRunCost({ config, request: ['hi', []], format: { type: 'text' }, tools: [], memory: false, knowledge: false });
     const t = await tenant({ credits: 5 * maximum + maximum - 1, config });
-    await scriptModel(t.model, Array.from({ length: 20 }, () => ({ text: 'ok', delayMs: 500 })));
-    const answers = await Promise.all(Array.from({ length: 20 }, () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } })));
+    // Held until the 15 refusals are in: no run settles (and frees its hold) while the others ask.
+    await scriptModel(t.model, Array.from({ length: 20 }, () => ({ text: 'ok', hold: true })));
+    let answered = 0;
+    const asked = Array.from({ length: 20 }, () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } }).finally(() => answered++));
+    await until(async () => (answered === 15 && (await heldRequests(t.model)) === 5) || undefined, 'five calls held, fifteen answered');
+    await releaseHeld(t.model);
+    const answers = await Promise.all(asked);
     expect(answers.filter((a) => a.status === 200)).toHaveLength(5);
     const refused = answers.filter((a) => a.status !== 200);
     expect(refused.every((a) => a.status === 402 && a.body.error.code === 'usage_blocked')).toBe(true);

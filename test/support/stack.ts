@@ -47,9 +47,12 @@ export function useApi(): { readonly url: string } {
   };
 }
 
-/** Polls until the probe yields a value; bounded, so a broken feature fails instead of hanging. */
+/**
+ * Polls until the probe yields a value; bounded, so a broken feature fails instead of hanging, and
+ * generously (45 s), so a loaded machine's slowness never does.
+ */
 export async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 300; i++) {
+  for (const deadline = Date.now() + 45_000; Date.now() < deadline; ) {
     const value = await probe();
     if (value !== undefined) return value;
     await new Promise((r) => setTimeout(r, 50));
