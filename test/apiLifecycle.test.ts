@@ -5,7 +5,7 @@ import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
 import { temporal } from '../infra/temporalClient';
 import { answers, freePort } from '../workers/temporalDevServer';
-import { call, providerRequests, scriptModel, tenant, until, useApi } from './support/stack';
+import { call, heldRequests, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream, TERMINALS, type Frame } from './support/sse';
 
 const api = useApi();
@@ -46,8 +46,9 @@ describe('an API instance stopped by SIGTERM mid-stream (a deploy)', () => {
   it('fails readiness first, ends the stream without cancelling the run, and the client resumes on another instance', async () => {
     const t = await tenant({ scopes: ['responses:create'] });
     const chunks = ['one ', 'two ', 'three ', 'four ', 'five ', 'six'];
-    await scriptModel(t.model, [{ chunks, chunkDelayMs: 400 }]);
-    const doomed = await apiProcess();
+    // The rest of the reply (10 s) outlasts the drain (3 s) by far, however late the process's timers fire.
+    await scriptModel(t.model, [{ chunks, chunkDelayMs: 2000 }]);
+    const doomed = await apiProcess({ SHUTDOWN_DELAY_MS: '3000' });
 
     const before: Frame[] = [];
     const stream = await openStream(doomed.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'count', stream: true });
@@ -57,8 +58,8 @@ describe('an API instance stopped by SIGTERM mid-stream (a deploy)', () => {
       before.push(frame);
       if (frame.event === 'response.output_text.delta' && readiness === undefined) {
         doomed.child.kill('SIGTERM');
-        await new Promise((r) => setTimeout(r, 100));
-        readiness = (await call(doomed.url, 'GET', '/readyz')).status;
+        // Ready until the process has the signal; unready from then until its listener closes.
+        readiness = await until(async () => ((await call(doomed.url, 'GET', '/readyz')).status === 503 ? 503 : undefined), 'readiness to fail');
       }
     }
     expect(readiness).toBe(503);
@@ -110,11 +111,14 @@ describe('an API process that hosts runs (RUNS_IN_API)', () => {
 
   it('drains on SIGTERM: a run in flight on its worker finishes there and its request is answered', async () => {
     const t = await tenant({ scopes: ['responses:create'] });
-    await scriptModel(t.model, [{ text: 'slow but sure', delayMs: 1500 }]);
-    const { url, child } = await apiProcess({ RUNS_IN_API: '1' });
+    await scriptModel(t.model, [{ text: 'slow but sure', hold: true }]);
+    const { url, child } = await apiProcess({ RUNS_IN_API: '1', SHUTDOWN_DELAY_MS: '3000' });
     const answer = call(url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'take your time' } });
-    await until(async () => ((await providerRequests(t.model)).length > 0 ? true : undefined), 'the model call to start');
+    await until(async () => ((await heldRequests(t.model)) > 0 ? true : undefined), 'the model call to start');
     child.kill('SIGTERM');
+    // The call is answered only once the process is draining.
+    await until(async () => ((await call(url, 'GET', '/readyz')).status === 503 ? true : undefined), 'readiness to fail');
+    await releaseHeld(t.model);
     const run = await answer;
     expect(run.status).toBe(200);
     expect(run.body).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'slow but sure' }] });
