@@ -101,12 +101,14 @@ describe('admin job watch', () => {
 describe('cancelling a job', () => {
   it('stops items not yet started, cancels running runs (each billed once), and is idempotent, finished jobs included', async () => {
     const t = await jobTenant();
-    await scriptModel(t.model, Array.from({ length: 40 }, () => ({ text: 'slow', delayMs: 1500 })));
+    await scriptModel(t.model, Array.from({ length: JOB_CONCURRENCY }, () => ({ text: 'slow', hold: true })));
     const accepted = await create(t, { type: 'runs.batch', params: { agent: t.agent }, items: Array.from({ length: 40 }, (_, n) => ({ input: `q${n}` })) });
-    // Cancelled once runs are mid-call: the provider has their requests.
-    await until(async () => ((await providerRequests(t.model)).length > 0 ? true : undefined), 'runs to reach the model');
+    // Cancelled once the first window of runs is mid-call: the provider holds their requests, so none finishes first.
+    await until(async () => ((await heldRequests(t.model)) === JOB_CONCURRENCY ? true : undefined), 'the first window of runs to reach the model');
     const first = await call(api.url, 'POST', `/api/v2/jobs/${accepted.body.id}/cancel`, { key: t.key });
     const second = await call(api.url, 'POST', `/api/v2/jobs/${accepted.body.id}/cancel`, { key: t.key });
+    // The held calls end only by the cancel reaching their runs (the provider's client goes away).
+    await until(async () => ((await providerRequests(t.model)).filter((r) => r.aborted).length === JOB_CONCURRENCY ? true : undefined), 'the running runs to stop their calls');
     expect([first.status, second.status]).toEqual([200, 200]);
     expect(second.body.cancel_requested).toBe(true);
     const done = await finished(t, accepted.body.id);
