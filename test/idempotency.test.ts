@@ -16,7 +16,7 @@ import { setClock } from '../domain/clock';
 import { mintId } from '../domain/ids';
 import { db } from '../db/sequelize';
 import { temporal } from '../infra/temporalClient';
-import { call, closeAll, providerRequests, scriptModel, startApi, tenant, type Answer } from './support/stack';
+import { call, closeAll, providerRequests, releaseHeld, scriptModel, startApi, tenant, type Answer } from './support/stack';
 import { notTheApi } from './stack/contractCheck';
 
 let api: { url: string; close(): Promise<void> };
@@ -237,7 +237,8 @@ describe('time', () => {
 
   it('answers a retry from the run when the first attempt’s connection dropped after the start', async () => {
     const t = await tenant();
-    await scriptModel(t.model, [{ text: 'finished without its caller', delayMs: 1000 }]);
+    // Held until the caller has gone: its connection drops before any answer could come.
+    await scriptModel(t.model, [{ text: 'finished without its caller', hold: true }]);
     const body = { agent: t.agent, input: 'hello' };
     const dropped = new AbortController();
     const first = fetch(`${api.url}/api/v2/responses`, {
@@ -249,6 +250,7 @@ describe('time', () => {
     await until(async () => (await providerRequests(t.model)).length === 1);
     dropped.abort();
     expect(await first).toMatchObject({ name: 'AbortError' });
+    await releaseHeld(t.model);
 
     const retry = await respond(t.key, 'dropped', body);
     expect(retry.status).toBe(200);
