@@ -8,7 +8,7 @@ import type { RunInput } from '../domain/runs';
 import { db } from '../db/sequelize';
 import { startRun } from '../workflows/agentRun.client';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
-import { providerRequests, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
+import { heldRequests, providerRequests, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream, TERMINALS, type Frame } from './support/sse';
 
 const api = useApi();
@@ -85,7 +85,8 @@ async function streamThrough(t: { key: string }, input: RunInput, queue: string,
 describe('a worker killed mid-call (kill -9)', () => {
   it('goes on streaming on another worker: the retried call says reset, one terminal event, billed once with the dead attempt estimated', async () => {
     const t = await tenant({ scopes: ['responses:create'] });
-    await scriptModel(t.model, [{ chunks: ['one ', 'two ', 'three ', 'four ', 'five '], chunkDelayMs: 500 }, { chunks: ['fresh ', 'answer'] }]);
+    // The first attempt sends its first chunk, then nothing more for a minute: it can only end by the kill.
+    await scriptModel(t.model, [{ chunks: ['one ', 'two ', 'three ', 'four ', 'five '], chunkDelayMs: 60_000 }, { chunks: ['fresh ', 'answer'] }]);
     const queue = `crash-stream-${Date.now()}`;
     const child = await workerProcess(queue);
     const input = await runInputFor(t, { options: { stream: true } });
@@ -113,12 +114,13 @@ describe('a worker killed mid-call (kill -9)', () => {
 
   it('completes a plain run on another worker, billed once', async () => {
     const t = await tenant({ scopes: ['responses:create'] });
-    await scriptModel(t.model, [{ text: 'never delivered', delayMs: 3000 }, { text: 'delivered' }]);
+    // Held, never released: the first attempt can only end by the kill.
+    await scriptModel(t.model, [{ text: 'never delivered', hold: true }, { text: 'delivered' }]);
     const queue = `crash-plain-${Date.now()}`;
     const child = await workerProcess(queue);
     const input = await runInputFor(t);
     const handle = await startRun(client, input, { taskQueue: queue });
-    await until(async () => ((await providerRequests(t.model)).length === 1 ? true : undefined), 'the first call to reach the provider');
+    await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the first call to reach the provider');
     child.kill('SIGKILL');
     await replacementWorker(queue);
 
