@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as admin from '../admin/commands';
 import { resetConfig } from '../infra/config';
-import { call, tenant, until, useApi } from './support/stack';
+import { call, inOneRateWindow, tenant, until, useApi } from './support/stack';
 
 /**
  * The shipped Grafana dashboard (infra/observability/grafana/dashboards) against what the service
@@ -142,8 +142,11 @@ describe('the Grafana dashboard', () => {
     process.env.RATE_LIMIT_CREDENTIAL = '1';
     resetConfig();
     try {
-      await call(api.url, 'POST', '/api/v2/responses', { key: limited.key, body: { agent: limited.agent, input: 'hi' } });
-      expect((await call(api.url, 'POST', '/api/v2/responses', { key: limited.key, body: { agent: limited.agent, input: 'hi' } })).status).toBe(429);
+      const second = await inOneRateWindow(async () => {
+        await call(api.url, 'POST', '/api/v2/responses', { key: limited.key, body: { agent: limited.agent, input: 'hi' } });
+        return call(api.url, 'POST', '/api/v2/responses', { key: limited.key, body: { agent: limited.agent, input: 'hi' } });
+      });
+      expect(second.status).toBe(429);
     } finally {
       delete process.env.RATE_LIMIT_CREDENTIAL;
       resetConfig();

@@ -4,7 +4,7 @@ import * as admin from '../admin/commands';
 import { resetOAuthProvider } from '../api/oauth/provider';
 import { resetConfig } from '../infra/config';
 import { connect, member, useOAuthFlow } from './support/oauthFlow';
-import { call, scriptModel, tenant, useApi, type Tenant } from './support/stack';
+import { call, inOneRateWindow, scriptModel, tenant, useApi, type Tenant } from './support/stack';
 
 const api = useApi();
 useOAuthFlow(api);
@@ -227,18 +227,20 @@ describe('MCP tools', () => {
     process.env.RATE_LIMIT_CREDENTIAL = '2';
     resetConfig();
     try {
-      expect((await call(api.url, 'GET', '/api/v2/usage', { key: limited.key })).status).toBe(200);
-      expect((await callTool(limited.key, 'read_usage', {})).body.result.isError).toBe(false);
-      const over = await callTool(limited.key, 'read_usage', {});
-      expect(over.status).toBe(200);
-      expect(over.body.result.isError).toBe(true);
-      expect(over.body.result.content[0].text).toMatch(/Retry after \d+ seconds/);
-      expect((await call(api.url, 'GET', '/api/v2/usage', { key: limited.key })).status).toBe(429);
-      // Refused before any tool: still a JSON-RPC answer, with Retry-After.
-      const listed = await post(limited.key, request('tools/list'), handshake());
-      expect(listed.status).toBe(429);
-      expect(Number(listed.headers.get('retry-after'))).toBeGreaterThan(0);
-      expect(listed.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32029, data: { retry_after: expect.any(Number) } } });
+      await inOneRateWindow(async () => {
+        expect((await call(api.url, 'GET', '/api/v2/usage', { key: limited.key })).status).toBe(200);
+        expect((await callTool(limited.key, 'read_usage', {})).body.result.isError).toBe(false);
+        const over = await callTool(limited.key, 'read_usage', {});
+        expect(over.status).toBe(200);
+        expect(over.body.result.isError).toBe(true);
+        expect(over.body.result.content[0].text).toMatch(/Retry after \d+ seconds/);
+        expect((await call(api.url, 'GET', '/api/v2/usage', { key: limited.key })).status).toBe(429);
+        // Refused before any tool: still a JSON-RPC answer, with Retry-After.
+        const listed = await post(limited.key, request('tools/list'), handshake());
+        expect(listed.status).toBe(429);
+        expect(Number(listed.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(listed.body).toMatchObject({ jsonrpc: '2.0', id: 1, error: { code: -32029, data: { retry_after: expect.any(Number) } } });
+      });
     } finally {
       delete process.env.RATE_LIMIT_CREDENTIAL;
       resetConfig();
