@@ -15,7 +15,12 @@ afterAll(() => client.connection.close());
 
 const SCOPES = ['schedules:write', 'schedules:read', 'agents:run'];
 
-const create = (t: Tenant, body: Record<string, unknown>): Promise<Answer> => call(api.url, 'POST', '/api/v2/schedules', { key: t.key, body: { agent: t.agent, run: { input: 'the morning digest' }, interval_seconds: 3600, ...body } });
+/**
+ * Every 366 days, the longest interval: Temporal aligns intervals to the epoch, so an hourly one fired
+ * by itself at each xx:00, among the test's own firings, whenever the suite ran across an hour.
+ */
+const YEARLY = 366 * 86_400;
+const create = (t: Tenant, body: Record<string, unknown>): Promise<Answer> => call(api.url, 'POST', '/api/v2/schedules', { key: t.key, body: { agent: t.agent, run: { input: 'the morning digest' }, interval_seconds: YEARLY, ...body } });
 const read = (t: Tenant, id: string): Promise<Answer> => call(api.url, 'GET', `/api/v2/schedules/${id}`, { key: t.key });
 
 /** Fires the schedule now, as its spec would, with its own overlap policy. */
@@ -60,7 +65,7 @@ describe('schedules', () => {
       agent: t.agent,
       run: { input: 'the morning digest' },
       cron: null,
-      interval_seconds: 3600,
+      interval_seconds: YEARLY,
       timezone: 'Europe/Paris',
       overlap: 'skip',
       paused: false,
@@ -70,7 +75,7 @@ describe('schedules', () => {
     });
     const id = created.body.id as string;
     const temporalSchedule = await client.schedule.getHandle(id).describe();
-    expect(temporalSchedule.spec).toMatchObject({ intervals: [{ every: 3_600_000 }], timezone: 'Europe/Paris' });
+    expect(temporalSchedule.spec).toMatchObject({ intervals: [{ every: YEARLY * 1000 }], timezone: 'Europe/Paris' });
     expect(temporalSchedule.action).toMatchObject({ type: 'startWorkflow', workflowType: 'scheduledRun', taskQueue: 'background' });
     expect(temporalSchedule.policies.overlap).toBe('SKIP');
     // Its argument is the schedule's id alone, unsealed: a Schedule outlives payload keys, and an id is no secret.
@@ -124,7 +129,7 @@ describe('schedules', () => {
     const t = await tenant({ scopes: SCOPES });
     const id = (await create(t, {})).body.id as string;
     const paused = await call(api.url, 'PATCH', `/api/v2/schedules/${id}`, { key: t.key, body: { paused: true } });
-    expect(paused.body).toMatchObject({ paused: true, interval_seconds: 3600 });
+    expect(paused.body).toMatchObject({ paused: true, interval_seconds: YEARLY });
     expect((await client.schedule.getHandle(id).describe()).state.paused).toBe(true);
     const resumed = await call(api.url, 'PATCH', `/api/v2/schedules/${id}`, { key: t.key, body: { paused: false, cron: '0 8 * * 1-5' } });
     expect(resumed.body).toMatchObject({ paused: false, cron: '0 8 * * 1-5', interval_seconds: null });
