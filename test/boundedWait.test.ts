@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
-import { call, scriptModel, tenant, until, useApi } from './support/stack';
+import { call, heldRequests, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
 
 // Read by this file's own config(): the API waits timeout_ms plus half a second, not plus 30 s.
 process.env.API_WAIT_GRACE_MS = '500';
@@ -11,7 +11,7 @@ const api = useApi();
 describe('a run that is not over within timeout_ms plus the grace', () => {
   it('is answered 202 with the run as it stands, not stored for replay, and a retry with the key answers its outcome', async () => {
     const t = await tenant();
-    await scriptModel(t.model, [{ text: 'late but whole', delayMs: 1000 }]);
+    await scriptModel(t.model, [{ text: 'late but whole', hold: true }]);
     const body = { agent: t.agent, input: 'hi', timeout_ms: 3000 };
     const headers = { 'Idempotency-Key': 'slow-settlement' };
     const first = call(api.url, 'POST', '/api/v2/responses', { key: t.key, body, headers });
@@ -22,6 +22,9 @@ describe('a run that is not over within timeout_ms plus the grace', () => {
     try {
       await blocker.query('BEGIN');
       await until(async () => ((await blocker.query(`SELECT 1 FROM runs r JOIN workspaces w ON w.id = r.workspace_id WHERE w.public_id = $1 FOR UPDATE OF r`, [t.workspace])).rowCount ? true : undefined), 'the run to be recorded');
+      // The reply comes only once the row is held, so the settlement always finds it locked.
+      await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the model call');
+      await releaseHeld(t.model);
       answered = await first;
       expect(answered.status).toBe(202);
       expect(answered.body).toMatchObject({ status: 'running', output: [] });

@@ -7,7 +7,7 @@ import { forgetCredentials } from '../api/credentials';
 import { errorEnvelope } from '../api/middleware/errorEnvelope';
 import { requestContext } from '../api/middleware/requestContext';
 import { db } from '../db/sequelize';
-import { type Answer, call, providerRequests, tenant, useApi } from './support/stack';
+import { type Answer, call, providerRequests, tenant, until, useApi } from './support/stack';
 
 const api = useApi();
 
@@ -122,9 +122,12 @@ describe('keys', () => {
     expect(rows[0].key_hint).toBe(t.key.slice(-4));
 
     await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } });
-    await new Promise((r) => setTimeout(r, 100));
-    const [used] = await db().query<{ last_used_at: Date | null }>('SELECT last_used_at FROM api_keys WHERE key_hash = :h', { replacements: { h: rows[0].key_hash }, type: QueryTypes.SELECT });
-    expect(used.last_used_at).not.toBeNull();
+    // Touched after the answer, not before it: waited for.
+    const used = await until(async () => {
+      const [row] = await db().query<{ last_used_at: Date | null }>('SELECT last_used_at FROM api_keys WHERE key_hash = :h', { replacements: { h: rows[0].key_hash }, type: QueryTypes.SELECT });
+      return row.last_used_at ?? undefined;
+    }, 'the key to be marked used');
+    expect(used).toBeInstanceOf(Date);
   });
 
   it('refuses a scope outside the registry, and staff scopes, naming them', async () => {
