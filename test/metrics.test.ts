@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as admin from '../admin/commands';
 import { resetConfig } from '../infra/config';
-import { call, scriptModel, tenant, until, useApi } from './support/stack';
+import { call, heldRequests, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream } from './support/sse';
 
 const api = useApi();
@@ -31,10 +31,12 @@ describe('GET /metrics', () => {
     expect(await (await fetch(`${api.url}/metrics`)).text()).not.toContain(t.workspace);
 
     // An event stream is open while it is relayed.
-    await scriptModel(t.model, [{ chunks: ['slow ', 'answer'], chunkDelayMs: 1500 }]);
+    await scriptModel(t.model, [{ chunks: ['slow ', 'answer'], hold: true }]);
     const stream = frames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true }));
     await stream.next();
+    await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the model call');
     expect(await sample('aes_sse_open_streams')).toBe(1);
+    await releaseHeld(t.model);
     for await (const frame of stream) void frame;
     expect(await sample('aes_sse_open_streams')).toBe(0);
     // A streamed run counts too, with the status its terminal event reports.

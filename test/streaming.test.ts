@@ -113,7 +113,8 @@ describe('streaming', () => {
 
   it('cancels the run when the client disconnects: provider request aborted, run cancelled, billed once for what was consumed', async () => {
     const t = await tenant({ scopes: SCOPES });
-    await scriptModel(t.model, [{ chunks: ['one ', 'two ', 'three ', 'four ', 'five '], chunkDelayMs: 1000 }]);
+    // After its first chunk the reply pauses a minute: only the cancel can end it.
+    await scriptModel(t.model, [{ chunks: ['one ', 'two ', 'three ', 'four ', 'five '], chunkDelayMs: 60_000 }]);
     const abort = new AbortController();
     const res = await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true }, {}, abort.signal);
     let runId = '';
