@@ -208,6 +208,7 @@ describe('a 1,000-item job', () => {
         return ['completed', 'failed', 'cancelled'].includes(now.body.status) ? now.body : undefined;
       },
       'the 1,000-item job to finish',
+      280,
     );
     expect(done).toMatchObject({ status: 'completed', progress: { completed: 1000 } });
     const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });

@@ -50,10 +50,10 @@ export function useApi(): { readonly url: string } {
 
 /**
  * Polls until the probe yields a value; bounded, so a broken feature fails instead of hanging, and
- * generously (45 s), so a loaded machine's slowness never does.
+ * generously (45 s unless told), so a loaded machine's slowness never does.
  */
-export async function until<T>(probe: () => Promise<T | undefined>, what: string): Promise<T> {
-  for (const deadline = Date.now() + 45_000; Date.now() < deadline; ) {
+export async function until<T>(probe: () => Promise<T | undefined>, what: string, seconds = 45): Promise<T> {
+  for (const deadline = Date.now() + seconds * 1000; Date.now() < deadline; ) {
     const value = await probe();
     if (value !== undefined) return value;
     await new Promise((r) => setTimeout(r, 50));
