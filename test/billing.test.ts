@@ -169,8 +169,11 @@ describe('credit reservations', () => {
     await scriptModel(t.model, Array.from({ length: 20 }, () => ({ text: 'ok', hold: true })));
     let answered = 0;
     const asked = Array.from({ length: 20 }, () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } }).finally(() => answered++));
-    await until(async () => (answered === 15 && (await heldRequests(t.model)) === 5) || undefined, 'five calls held, fifteen answered');
-    await releaseHeld(t.model);
+    try {
+      await until(async () => (answered === 15 && (await heldRequests(t.model)) === 5) || undefined, 'five calls held, fifteen answered');
+    } finally {
+      await releaseHeld(t.model);
+    }
     const answers = await Promise.all(asked);
     expect(answers.filter((a) => a.status === 200)).toHaveLength(5);
     const refused = answers.filter((a) => a.status !== 200);

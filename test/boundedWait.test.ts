@@ -12,7 +12,8 @@ describe('a run that is not over within timeout_ms plus the grace', () => {
   it('is answered 202 with the run as it stands, not stored for replay, and a retry with the key answers its outcome', async () => {
     const t = await tenant();
     await scriptModel(t.model, [{ text: 'late but whole', hold: true }]);
-    const body = { agent: t.agent, input: 'hi', timeout_ms: 3000 };
+    // 6 s: room for the call to be released well inside the run's deadline, however slow the machine.
+    const body = { agent: t.agent, input: 'hi', timeout_ms: 6000 };
     const headers = { 'Idempotency-Key': 'slow-settlement' };
     const first = call(api.url, 'POST', '/api/v2/responses', { key: t.key, body, headers });
     // A database that holds the run's row (as in an outage): the settlement waits, and retries, until it lets go.

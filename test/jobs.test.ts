@@ -108,7 +108,7 @@ describe('cancelling a job', () => {
     const first = await call(api.url, 'POST', `/api/v2/jobs/${accepted.body.id}/cancel`, { key: t.key });
     const second = await call(api.url, 'POST', `/api/v2/jobs/${accepted.body.id}/cancel`, { key: t.key });
     // The held calls end only by the cancel reaching their runs (the provider's client goes away).
-    await until(async () => ((await providerRequests(t.model)).filter((r) => r.aborted).length === JOB_CONCURRENCY ? true : undefined), 'the running runs to stop their calls');
+    await until(async () => ((await providerRequests(t.model)).filter((r) => r.aborted).length >= JOB_CONCURRENCY ? true : undefined), 'the running runs to stop their calls');
     expect([first.status, second.status]).toEqual([200, 200]);
     expect(second.body.cancel_requested).toBe(true);
     const done = await finished(t, accepted.body.id);

@@ -34,9 +34,12 @@ describe('GET /metrics', () => {
     await scriptModel(t.model, [{ chunks: ['slow ', 'answer'], hold: true }]);
     const stream = frames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true }));
     await stream.next();
-    await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the model call');
-    expect(await sample('aes_sse_open_streams')).toBe(1);
-    await releaseHeld(t.model);
+    try {
+      await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the model call');
+      expect(await sample('aes_sse_open_streams')).toBe(1);
+    } finally {
+      await releaseHeld(t.model);
+    }
     for await (const frame of stream) void frame;
     expect(await sample('aes_sse_open_streams')).toBe(0);
     // A streamed run counts too, with the status its terminal event reports.

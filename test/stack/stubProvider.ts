@@ -124,7 +124,8 @@ export class StubProvider extends LoopbackServer {
     }
     if (req.method === 'GET' && url.pathname === '/_stub/held') {
       const script = this.scripts.get(url.searchParams.get('model') ?? '');
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ held: script?.held.length ?? 0 }));
+      // Those whose client is still waiting: a call given up on (and retried) is held no more.
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ held: script?.held.filter((h) => !h.request.aborted).length ?? 0 }));
       return;
     }
     if (req.method === 'GET' && url.pathname === '/_stub/requests') {
