@@ -316,14 +316,15 @@ describe('partner webhook deliveries', () => {
   });
 
   it("holds a noisy merchant's backlog at the partner's rate, delivers every merchant's events, and fails nothing it held back", async () => {
-    const p = await partner({ merchants: 3, rate: 10 });
+    // Two a second: a backlog of 12 written at once (in one transaction) passes the burst of 2 by far,
+    // however slowly a loaded machine starts its deliveries, so attempts are held.
+    const p = await partner({ merchants: 3, rate: 2 });
     const e = await endpoint(p.key);
     const [noisy, ...quiet] = p.merchants;
-    // In one transaction, so the backlog reaches the limiter at once however slow the machine: past its burst of 10, attempts are held.
-    await emit(noisy, p.id, 'agent.run.completed', undefined, 40);
-    await waitFor(() => receiver.at(e.path).length >= 5 || undefined, 'the noisy merchant to start');
+    await emit(noisy, p.id, 'agent.run.completed', undefined, 12);
+    await waitFor(() => receiver.at(e.path).length >= 2 || undefined, 'the noisy merchant to start');
     for (const m of quiet) for (let i = 0; i < 3; i++) await emit(m, p.id);
-    const all = await waitFor(() => (receiver.at(e.path).length >= 46 ? receiver.at(e.path) : undefined), 'all 46 deliveries', 60);
+    const all = await waitFor(() => (receiver.at(e.path).length >= 18 ? receiver.at(e.path) : undefined), 'all 18 deliveries', 60);
     expect(all.filter((r) => r.body.tenant !== noisy.publicId)).toHaveLength(6);
     // Whether the quiet merchants get through before the backlog ends is the limiter's turn-taking,
     // driven step by step in deliveryRate.test.ts; here how far ahead they land depends on the
@@ -337,9 +338,9 @@ describe('partner webhook deliveries', () => {
           JOIN webhook_endpoints e ON e.id = d.endpoint_id WHERE e.public_id = :e`,
         { e: e.id },
       );
-      return found[0].n >= 46 ? found : undefined;
+      return found[0].n >= 18 ? found : undefined;
     }, 'every attempt recorded');
-    expect(held[0].n).toBe(46);
+    expect(held[0].n).toBe(18);
     expect(held[0].held).toBeGreaterThan(0);
   });
 
@@ -376,11 +377,15 @@ describe('partner webhook deliveries', () => {
     expect(recovery.status).toBe(202);
     expect(recovery.body).toMatchObject({ id: expect.stringMatching(/^rcv_/), object: 'webhook_recovery', endpoint: e.id, since });
 
-    // All three events arrive again, each with its own id, attempts numbered on from the failed ones.
+    // All three events arrive again, each with its own id, attempts numbered on from those its event
+    // had: the first's four, and the second's one (none, if the first's retries, slowed on a loaded
+    // machine, spanned the period and disabled the endpoint themselves).
     await waitFor(async () => ((await deliveries(p.key, '?status=succeeded')).data.length === 3 ? true : undefined), 'the recovered deliveries');
-    const ok = receiver.at(e.path).slice(before);
+    const [earlier, ok] = [receiver.at(e.path).slice(0, before), receiver.at(e.path).slice(before)];
     expect(new Set(ok.map((r) => r.body.id)).size).toBe(3);
-    expect(ok.map((r) => Number(r.headers['x-service-attempt'])).sort()).toEqual([1, 2, 5]);
+    const attempt = (r: Received) => Number(r.headers['x-service-attempt']);
+    expect(ok.map(attempt)).toEqual(ok.map((r) => earlier.filter((x) => x.body.id === r.body.id).length + 1));
+    expect(Math.max(...ok.map(attempt))).toBe(5);
 
     // resend: one delivery again, signed with the current secret, as attempt 6.
     const delivered = (await deliveries(p.key, '?status=succeeded')).data.find((d: { attempts: number }) => d.attempts === 5);
