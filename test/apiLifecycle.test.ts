@@ -5,7 +5,7 @@ import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
 import { temporal } from '../infra/temporalClient';
 import { answers, freePort } from '../workers/temporalDevServer';
-import { call, heldRequests, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
+import { call, callsHeld, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream, TERMINALS, type Frame } from './support/sse';
 
 const api = useApi();
@@ -114,7 +114,7 @@ describe('an API process that hosts runs (RUNS_IN_API)', () => {
     await scriptModel(t.model, [{ text: 'slow but sure', hold: true }]);
     const { url, child } = await apiProcess({ RUNS_IN_API: '1', SHUTDOWN_DELAY_MS: '3000' });
     const answer = call(url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'take your time' } });
-    await until(async () => ((await heldRequests(t.model)) > 0 ? true : undefined), 'the model call to start');
+    await callsHeld(t.model, 1, 'the model call to start');
     child.kill('SIGTERM');
     // The call is answered only once the process is draining.
     await until(async () => ((await call(url, 'GET', '/readyz')).status === 503 ? true : undefined), 'readiness to fail');

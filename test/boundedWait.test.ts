@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
-import { call, heldRequests, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
+import { call, callsHeld, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
 
 // Read by this file's own config(): the API waits timeout_ms plus half a second, not plus 30 s.
 process.env.API_WAIT_GRACE_MS = '500';
@@ -24,7 +24,7 @@ describe('a run that is not over within timeout_ms plus the grace', () => {
       await blocker.query('BEGIN');
       await until(async () => ((await blocker.query(`SELECT 1 FROM runs r JOIN workspaces w ON w.id = r.workspace_id WHERE w.public_id = $1 FOR UPDATE OF r`, [t.workspace])).rowCount ? true : undefined), 'the run to be recorded');
       // The reply comes only once the row is held, so the settlement always finds it locked.
-      await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the model call');
+      await callsHeld(t.model, 1, 'the model call');
       await releaseHeld(t.model);
       answered = await first;
       expect(answered.status).toBe(202);

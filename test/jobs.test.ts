@@ -7,7 +7,7 @@ import { dataConverter } from '../infra/payloadCodec';
 import { uploadedDocument } from './support/documents';
 import * as admin from '../admin/commands';
 import { ITEMS_PER_EXECUTION, JOB_CONCURRENCY } from '../domain/jobs';
-import { call, heldRequests, providerRequests, releaseHeld, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
+import { call, callsHeld, providerRequests, releaseHeld, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
 
 const api = useApi();
 const SCOPES = ['jobs:create', 'jobs:read', 'jobs:cancel', 'agents:run', 'documents:create', 'knowledge:write', 'knowledge:read', 'extractions:create', 'extractions:read', 'logs:read'];
@@ -104,7 +104,7 @@ describe('cancelling a job', () => {
     await scriptModel(t.model, Array.from({ length: JOB_CONCURRENCY }, () => ({ text: 'slow', hold: true })));
     const accepted = await create(t, { type: 'runs.batch', params: { agent: t.agent }, items: Array.from({ length: 40 }, (_, n) => ({ input: `q${n}` })) });
     // Cancelled once the first window of runs is mid-call: the provider holds their requests, so none finishes first.
-    await until(async () => ((await heldRequests(t.model)) === JOB_CONCURRENCY ? true : undefined), 'the first window of runs to reach the model');
+    await callsHeld(t.model, JOB_CONCURRENCY, 'the first window of runs to reach the model');
     const first = await call(api.url, 'POST', `/api/v2/jobs/${accepted.body.id}/cancel`, { key: t.key });
     const second = await call(api.url, 'POST', `/api/v2/jobs/${accepted.body.id}/cancel`, { key: t.key });
     // The held calls end only by the cancel reaching their runs (the provider's client goes away).
@@ -251,7 +251,7 @@ describe('job scopes', () => {
     await scriptModel(t.model, Array.from({ length: total }, () => ({ text: 'done', hold: true })));
     const accepted = await call(api.url, 'POST', '/api/v2/jobs', { key: key.key, body: { type: 'runs.batch', params: { agent: t.agent }, items: Array.from({ length: total }, (_, n) => ({ input: `q${n}` })) } });
     expect(accepted.status).toBe(202);
-    await until(async () => ((await heldRequests(t.model)) === JOB_CONCURRENCY ? true : undefined), 'the first window of runs to reach the model');
+    await callsHeld(t.model, JOB_CONCURRENCY, 'the first window of runs to reach the model');
     await admin.revokeKey({ id: key.id });
     await releaseHeld(t.model);
     const done = await finished(t, accepted.body.id);

@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as admin from '../admin/commands';
 import { resetConfig } from '../infra/config';
-import { call, heldRequests, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
+import { call, callsHeld, releaseHeld, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream } from './support/sse';
 
 const api = useApi();
@@ -35,7 +35,7 @@ describe('GET /metrics', () => {
     const stream = frames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true }));
     await stream.next();
     try {
-      await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the model call');
+      await callsHeld(t.model, 1, 'the model call');
       expect(await sample('aes_sse_open_streams')).toBe(1);
     } finally {
       await releaseHeld(t.model);

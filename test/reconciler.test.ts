@@ -36,8 +36,8 @@ async function recorded(runId: string) {
  * own pass (each minute) may then get to a row first, so the tests check what became of the row, not
  * which pass reported it.
  */
-const age = (table: string, column: string, ids: string[], extra = '') =>
-  db().query(`UPDATE ${table} SET created_at = created_at - interval '1 hour'${extra} WHERE ${column} IN (:ids)`, { replacements: { ids } });
+const age = (table: string, idColumn: string, ids: string[], columns = ['created_at']) =>
+  db().query(`UPDATE ${table} SET ${columns.map((c) => `${c} = ${c} - interval '1 hour'`).join(', ')} WHERE ${idColumn} IN (:ids)`, { replacements: { ids } });
 
 describe('the reconciler', () => {
   it('is a Schedule the background workers create, visible in the Temporal UI', async () => {
@@ -58,7 +58,7 @@ describe('the reconciler', () => {
     expect((await reconcileNow(client)).settled).not.toContain(input.runId);
     expect((await recorded(input.runId)).status).toBe('running');
     // ...an older one is settled.
-    await age('runs', 'public_id', [input.runId], ", started_at = started_at - interval '1 hour'");
+    await age('runs', 'public_id', [input.runId], ['created_at', 'started_at']);
     await reconcileNow(client);
     const settled = await until(async () => ((await recorded(input.runId)).status !== 'running' ? recorded(input.runId) : undefined), 'the run to be settled');
     // Marked as the reconciler's: GET /api/v2/runs?reconciled=true lists it among the runs that need attention.

@@ -12,7 +12,7 @@ import { workflowBundle, workflowSinks } from '../workers/workflowBundle';
 import * as admin from '../admin/commands';
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
-import { call, closeAll, heldRequests, releaseHeld, scriptModel, startApi, tenant, until } from './support/stack';
+import { call, closeAll, callsHeld, releaseHeld, scriptModel, startApi, tenant, until } from './support/stack';
 import { allFrames, frames, openStream } from './support/sse';
 import { ingest, uploadedDocument } from './support/documents';
 
@@ -158,7 +158,7 @@ if (process.env.RECORD_HISTORIES) {
       await scriptModel(t.model, [{ text: 'first', hold: true }, { text: 'second' }]);
       const post = (input: string) => call(api.url, 'POST', `/api/v2/conversations/${conv}/messages`, { key: t.key, body: { input } });
       const first = post('one');
-      await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the first turn');
+      await callsHeld(t.model, 1, 'the first turn');
       const second = post('two');
       const holds = () => db().query<{ run: string }>('SELECT run_public_id AS run FROM credit_reservations r JOIN conversations c ON c.id = r.conversation_id WHERE c.public_id = :conv ORDER BY turn', { replacements: { conv }, type: QueryTypes.SELECT });
       const queued = await until(async () => (await holds())[1]?.run, 'the second turn');

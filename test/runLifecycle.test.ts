@@ -7,7 +7,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { startRun, type StartedRun } from '../activities/runs';
 import { startRun as startRunWorkflow } from '../workflows/agentRun.client';
 import { db } from '../db/sequelize';
-import { type Answer, call, heldRequests, providerRequests, releaseHeld, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
+import { type Answer, call, callsHeld, providerRequests, releaseHeld, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
 
 const api = useApi();
 
@@ -204,7 +204,7 @@ describe('a run whose first reply is final', () => {
     await scriptModel(t.model, [{ text: 'quick', hold: true }]);
     const pending = run(t.key, t.agent, { input: 'quick' });
     const id = await inFirstCall(t);
-    await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the call to be held');
+    await callsHeld(t.model, 1, 'the call to be held');
     const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
     try {
       await client.workflow.getHandle(id).cancel();

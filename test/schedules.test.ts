@@ -4,7 +4,7 @@ import { fireSchedule } from '../activities/schedules';
 import { creditWorkspace } from '../db/workspaces';
 import { db } from '../db/sequelize';
 import { dataConverter } from '../infra/payloadCodec';
-import { type Answer, call, heldRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
+import { type Answer, call, callsHeld, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 
 const api = useApi();
 let client: Client;
@@ -148,7 +148,7 @@ describe('schedules', () => {
     await scriptModel(t.model, [{ text: 'slow digest', hold: true }]);
     try {
       await fire(id);
-      await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the first firing’s call');
+      await callsHeld(t.model, 1, 'the first firing’s call');
       await fire(id);
       const skipped = await until(async () => {
         const info = (await client.schedule.getHandle(id).describe()).info;

@@ -8,7 +8,7 @@ import { MAX_OPEN_TURNS } from '../domain/turns';
 import { turnIsNext } from '../activities/turns';
 import { dataConverter } from '../infra/payloadCodec';
 import { reconcileNow } from '../workflows/reconcileRuns.client';
-import { type Answer, call, heldRequests, providerRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
+import { type Answer, call, callsHeld, heldRequests, providerRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 
 const api = useApi();
 let client: Client;
@@ -52,7 +52,7 @@ async function waiting(runId: string): Promise<void> {
 /** Posts the conversation's first turn, whose model call the stub holds (scripted with `hold`), and waits for that call. */
 async function heldFirstTurn(t: Tenant, conv: string): Promise<{ answer: Promise<Answer> }> {
   const answer = post(t, conv, { input: 'one' });
-  await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the first turn’s call');
+  await callsHeld(t.model, 1, 'the first turn’s call');
   return { answer };
 }
 

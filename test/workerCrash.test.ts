@@ -8,7 +8,7 @@ import type { RunInput } from '../domain/runs';
 import { db } from '../db/sequelize';
 import { startRun } from '../workflows/agentRun.client';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
-import { heldRequests, providerRequests, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
+import { callsHeld, providerRequests, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream, TERMINALS, type Frame } from './support/sse';
 
 const api = useApi();
@@ -120,7 +120,7 @@ describe('a worker killed mid-call (kill -9)', () => {
     const child = await workerProcess(queue);
     const input = await runInputFor(t);
     const handle = await startRun(client, input, { taskQueue: queue });
-    await until(async () => ((await heldRequests(t.model)) === 1 ? true : undefined), 'the first call to reach the provider');
+    await callsHeld(t.model, 1, 'the first call to reach the provider');
     child.kill('SIGKILL');
     await replacementWorker(queue);
 

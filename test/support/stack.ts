@@ -93,6 +93,11 @@ export async function heldRequests(model: string): Promise<number> {
   return ((await res.json()) as { held: number }).held;
 }
 
+/** Waits until the stub holds `n` of the model's calls, each still waited on by its caller. */
+export function callsHeld(model: string, n: number, what = `${n} calls held`): Promise<true> {
+  return until(async () => ((await heldRequests(model)) === n ? true : undefined), what);
+}
+
 /** Answers every request of the model the stub holds now. */
 export async function releaseHeld(model: string): Promise<void> {
   await fetch(`${process.env.STUB_URL}/_stub/release?model=${encodeURIComponent(model)}`, { method: 'POST' });
