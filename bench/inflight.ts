@@ -7,6 +7,7 @@ import type { PhaseUsage } from './processes';
 import type { Stack } from './stack';
 import { slowTag, tokenTag } from './stubProvider';
 import { timedFrames } from './sseFrames';
+import { perRun, temporalCounts } from './temporalCounters';
 
 /** A long run as a real model gives it: `chunks` deltas, each after `waitMs`. */
 export interface RunShape {
@@ -34,6 +35,8 @@ export interface OpenLoopFigures {
   /** Streams the bench held open at once, and provider calls the stub answered at once (runs a worker held). */
   peak_open_streams: number;
   peak_provider_calls: number;
+  /** The Temporal server's requests, persistence operations and history tasks per run, by operation (bench/temporalCounters.ts). */
+  temporal_per_run: Record<string, number>;
   usage: PhaseUsage;
 }
 
@@ -81,6 +84,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
   let open = 0;
   let peakOpen = 0;
   s.stub.resetPeak();
+  const before = await temporalCounts(s.temporalMetrics);
   const { usage } = await s.sampler.during(async () => {
     const runs: Promise<void>[] = [];
     const t0 = performance.now();
@@ -108,6 +112,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
     }
     await Promise.all(runs);
   });
+  const temporalPerRun = perRun(before, await temporalCounts(s.temporalMetrics), o.rate * o.seconds);
   return {
     rate_per_s: o.rate,
     seconds: o.seconds,
@@ -122,6 +127,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
     slowest: byDelay.sort((a, b) => b.call_delay_ms - a.call_delay_ms).slice(0, 3),
     peak_open_streams: peakOpen,
     peak_provider_calls: s.stub.peakInFlight,
+    temporal_per_run: temporalPerRun,
     usage,
   };
 }

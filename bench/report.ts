@@ -95,6 +95,7 @@ function inflightLines(i: InflightMeasured): string[] {
     `inflight: ${o.runs} streamed runs of ${o.run_ms / 1000} s, ${o.rate_per_s}/s for ${o.seconds} s (open loop): ${o.failures} failed; peak ${o.peak_open_streams} open streams, ${o.peak_provider_calls} provider calls at once`,
     `  first-delta overhead p50 ${o.first_delta_overhead_ms.p50} ms, p99 ${o.first_delta_overhead_ms.p99} ms; duration overhead p50 ${o.duration_overhead_ms.p50} ms, p99 ${o.duration_overhead_ms.p99} ms; of which before the provider was called p50 ${o.call_delay_ms.p50} ms, p99 ${o.call_delay_ms.p99} ms`,
     `  peak RSS api ${mb(o.usage, 'api')} MB, worker ${mb(o.usage, 'worker')} MB; CPU ${cpu(o.usage)}`,
+    `  Temporal per run: ${counts(o.temporal_per_run)}`,
     `open streams: ${i.openStreams.streams} at once, ${i.openStreams.failures} failed; the API held ${i.openStreams.api_redis_connections} Redis connections; peak RSS api ${mb(i.openStreams.usage, 'api')} MB, worker ${mb(i.openStreams.usage, 'worker')} MB`,
     `long batch: ${i.batch.runs} plain runs of ${i.batch.run_ms / 1000} s posted at once: all answered in ${i.batch.seconds} s = ${i.batch.over_one_run}x one run (${i.batch.failures} failed)`,
     ...(i.scaleOut

@@ -37,6 +37,8 @@ export interface Stack {
   pids: { api: number; worker: number };
   /** The service worker's Prometheus metrics (Temporal's SDK metrics and the activities'). */
   workerMetrics: string;
+  /** The Temporal server's Prometheus metrics (its requests and persistence writes by operation). */
+  temporalMetrics: string;
   /** Starts a second service worker (as `npm run start:worker` runs it), sampled as worker_2; resolves once it polls agent-runs. */
   addWorker(): Promise<void>;
   /**
@@ -169,6 +171,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     sampler,
     pids: { api: pids.api, worker: pids.worker },
     workerMetrics: `http://127.0.0.1:${workerMetricsPort}/metrics`,
+    temporalMetrics: temporalServer.metrics,
     async addWorker() {
       await polling(service('worker-2', 'start:worker'), 'worker_2');
     },

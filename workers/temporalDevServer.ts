@@ -40,10 +40,10 @@ export function answers(port: number): Promise<boolean> {
 
 /**
  * An in-memory, headless Temporal dev server on free ports (the test suite's and the bench's), with
- * `namespaces` besides `default`. Resolves once its frontend answers; a server that exits first
+ * `namespaces` besides `default`, and its Prometheus metrics at `metrics`. Resolves once its frontend answers; a server that exits first
  * rejects with the end of its log.
  */
-export async function startDevServer(namespaces: string[] = []): Promise<{ address: string; process: ChildProcess }> {
+export async function startDevServer(namespaces: string[] = []): Promise<{ address: string; metrics: string; process: ChildProcess }> {
   const [port, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
   const child = spawn(
     TEMPORAL_CLI,
@@ -57,7 +57,7 @@ export async function startDevServer(namespaces: string[] = []): Promise<{ addre
   });
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`temporal dev server exited with ${child.exitCode}: ${log}`);
-    if (await answers(port)) return { address: `127.0.0.1:${port}`, process: child };
+    if (await answers(port)) return { address: `127.0.0.1:${port}`, metrics: `http://127.0.0.1:${metricsPort}/metrics`, process: child };
     await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGKILL');

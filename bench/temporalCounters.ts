@@ -1,0 +1,34 @@
+/**
+ * What the Temporal server did during a phase, counted from its own Prometheus counters: requests each
+ * of its services served, persistence operations (a write of a workflow's state is
+ * `UpdateWorkflowExecution`) and history tasks it processed, each by operation. Divided by the runs of
+ * the phase, they say where Temporal's CPU per run goes.
+ */
+const COUNTERS = ['service_requests', 'persistence_requests', 'task_requests'];
+
+export type TemporalCounts = Map<string, number>;
+
+/** The counters, summed over every label but `operation` (and the service, for requests): `service_requests frontend RecordActivityTaskHeartbeat`. */
+export async function temporalCounts(metricsUrl: string): Promise<TemporalCounts> {
+  const text = await (await fetch(metricsUrl)).text();
+  const counts: TemporalCounts = new Map();
+  for (const line of text.split('\n')) {
+    const m = /^(\w+)\{(.*)\} ([\d.e+]+)$/.exec(line);
+    if (!m || !COUNTERS.includes(m[1])) continue;
+    const label = (name: string) => new RegExp(`(?:^|,)${name}="([^"]*)"`).exec(m[2])?.[1];
+    const key = [m[1], m[1] === 'service_requests' ? label('service_name') : undefined, label('operation')].filter(Boolean).join(' ');
+    counts.set(key, (counts.get(key) ?? 0) + Number(m[3]));
+  }
+  return counts;
+}
+
+/** Each counter's growth from `before` to `after` per run, largest first, those under `min` per run left out. */
+export function perRun(before: TemporalCounts, after: TemporalCounts, runs: number, min = 0.05): Record<string, number> {
+  return Object.fromEntries(
+    [...after]
+      .map(([key, n]) => [key, (n - (before.get(key) ?? 0)) / runs] as const)
+      .filter(([, n]) => n >= min)
+      .sort((a, b) => b[1] - a[1])
+      .map(([key, n]) => [key, Math.round(n * 100) / 100]),
+  );
+}
