@@ -89,14 +89,32 @@ export function listenForSettlement(runId: string): Settlement {
   };
 }
 
-/** The workflow's result once it has closed; asked at growing intervals until `signal` aborts (then it never resolves). */
-async function closedWorkflowOutcome(handle: WorkflowHandle, signal: AbortSignal, firstAskMs: number): Promise<RunOutcome> {
+export interface AskOptions {
+  /** When the workflow is first asked (FIRST_ASK_MS by default; 0 for a stream resumed, whose run may be long over). */
+  firstAskMs?: number;
+  /** When the run last showed it is alive (its stream's latest entry, as Date.now()): a run heard from since the last ask is not asked about. */
+  heardAt?: () => number;
+}
+
+/**
+ * The workflow's result once it has closed; asked at growing intervals until `signal` aborts (then it
+ * never resolves). A streamed run's deltas show it alive, so while they come its workflow is not
+ * described: a describe every few seconds of every long stream was a third of the requests Temporal
+ * served per run (docs/performance.md).
+ */
+async function closedWorkflowOutcome(handle: WorkflowHandle, signal: AbortSignal, { firstAskMs = FIRST_ASK_MS, heardAt }: AskOptions): Promise<RunOutcome> {
   try {
-    for (let wait = firstAskMs; ; wait = Math.min(Math.max(wait, FIRST_ASK_MS) * 2, LONGEST_ASK_INTERVAL_MS)) {
+    for (let wait = firstAskMs; ; ) {
+      const from = Date.now();
       await sleep(wait, undefined, { signal });
+      if (heardAt && heardAt() >= from) {
+        wait = Math.max(wait, FIRST_ASK_MS);
+        continue;
+      }
       const { status } = await handle.describe();
       if (signal.aborted) break;
       if (status.name !== 'RUNNING' && status.name !== 'CONTINUED_AS_NEW') return await handle.result();
+      wait = Math.min(Math.max(wait, FIRST_ASK_MS) * 2, LONGEST_ASK_INTERVAL_MS);
     }
   } catch (err) {
     if (!signal.aborted) throw err;
@@ -106,10 +124,10 @@ async function closedWorkflowOutcome(handle: WorkflowHandle, signal: AbortSignal
 
 /**
  * The run's outcome: as its settlement announces it, or as its workflow returns it once closed when
- * nothing was announced (asked first after `firstAskMs`, FIRST_ASK_MS by default). Both are the same
- * outcome. Without a settlement to listen to (Redis refused the subscription) it long-polls the workflow.
+ * nothing was announced. Both are the same outcome. Without a settlement to listen to (Redis refused
+ * the subscription) it long-polls the workflow.
  */
-export async function outcomeOf(handle: WorkflowHandle, settlement?: Settlement, firstAskMs = FIRST_ASK_MS): Promise<RunOutcome> {
+export async function outcomeOf(handle: WorkflowHandle, settlement?: Settlement, ask: AskOptions = {}): Promise<RunOutcome> {
   if (!settlement) return handle.result();
-  return Promise.race([settlement.outcome, closedWorkflowOutcome(handle, settlement.signal, firstAskMs)]);
+  return Promise.race([settlement.outcome, closedWorkflowOutcome(handle, settlement.signal, ask)]);
 }

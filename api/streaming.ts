@@ -75,7 +75,9 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   };
   // A run that waits for people is not cancelled by its stream going away: its client comes back with Last-Event-ID.
   let cancelOnDisconnect = o.cancelOnDisconnect;
+  let heardAt = 0;
   const relay = (entries: StreamEntry[]) => {
+    heardAt = Date.now();
     for (const { id, type, data } of entries) {
       if (over()) return;
       if (type === 'response.tool.action_required') cancelOnDisconnect = false;
@@ -100,7 +102,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   });
   // The run is over: what its stream still holds is read now, and without a terminal event there the
   // stream lost it, so it ends with the one the outcome gives.
-  outcomeOf(handle, settlement, o.after === undefined ? undefined : 0)
+  outcomeOf(handle, settlement, { firstAskMs: o.after === undefined ? undefined : 0, heardAt: () => heardAt })
     .catch(() => failure(o))
     .then(async (outcome) => {
       if (over()) return;

@@ -79,12 +79,30 @@ describe("a run's answer", () => {
     const settlement = listenForSettlement(runId);
     const { handle, asked, described } = workflow(async () => outcomeFor(runId), false);
     const answered = jest.fn();
-    void outcomeOf(handle, settlement, 0).then(answered);
+    void outcomeOf(handle, settlement, { firstAskMs: 0 }).then(answered);
     await until(async () => (described() === 1 ? true : undefined), 'the first ask');
     settlement.stop();
     // Stopped before the next ask (seconds later): the answer never comes from the workflow.
     await new Promise((resolve) => setImmediate(resolve));
     expect(asked()).toBe(0);
     expect(answered).not.toHaveBeenCalled();
+  });
+
+  it('asks nothing of a workflow whose run was heard from since the last ask (its stream moved), and asks once it goes quiet', async () => {
+    const runId = mintId('run');
+    const settlement = listenForSettlement(runId);
+    try {
+      const { handle, asked, described } = workflow(async () => outcomeFor(runId));
+      let streaming = true;
+      const heardAt = jest.fn(() => (streaming ? Date.now() : 0));
+      const answer = outcomeOf(handle, settlement, { firstAskMs: 0, heardAt });
+      await until(async () => (heardAt.mock.calls.length >= 1 ? true : undefined), 'the first look at the stream');
+      expect(described()).toBe(0);
+      streaming = false;
+      expect(await answer).toEqual(outcomeFor(runId));
+      expect([described(), asked()]).toEqual([1, 1]);
+    } finally {
+      settlement.stop();
+    }
   });
 });
