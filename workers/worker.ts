@@ -6,7 +6,7 @@ import { logger } from '../infra/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle, workflowSinks } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
-import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
+import { HEARTBEAT_INTERVAL_MS } from '../workflows/timings';
 import { countUnopenableWith } from '../infra/unopenablePayloads';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
@@ -125,10 +125,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         ...capacity(taskQueue),
         // A deploy's SIGTERM stops polling and lets in-flight activities (model calls) finish instead of cancelling them.
         shutdownGraceTime: c.workerShutdownGraceMs,
-        // The SDK sends heartbeats at most every 0.8 of an activity's heartbeat timeout: 8 s of a model
-        // call's 10 s left 2 s for the heartbeat to reach a loaded server, and a call retried for a
-        // late heartbeat reaches the provider twice. Half the timeout leaves half of it.
-        maxHeartbeatThrottleInterval: MODEL_HEARTBEAT_TIMEOUT_MS / 2,
+        // Heartbeats reach the server at most this often (workflows/timings.ts says why).
+        maxHeartbeatThrottleInterval: HEARTBEAT_INTERVAL_MS,
       }),
     ),
   );
