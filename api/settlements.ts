@@ -99,7 +99,7 @@ export interface AskOptions {
 /**
  * The workflow's result once it has closed; asked at growing intervals until `signal` aborts (then it
  * never resolves). A streamed run's deltas show it alive, so while they come its workflow is not
- * described: a describe every few seconds of every long stream was a third of the requests Temporal
+ * described: a describe every few seconds of every long stream was a fifth of the requests Temporal
  * served per run (docs/performance.md).
  */
 async function closedWorkflowOutcome(handle: WorkflowHandle, signal: AbortSignal, { firstAskMs = FIRST_ASK_MS, heardAt }: AskOptions): Promise<RunOutcome> {

@@ -8,12 +8,13 @@ export const MAX_RUN_TIMEOUT_MS = 120_000;
 
 /**
  * After this long without a heartbeat the server declares a model call's worker dead and retries the
- * call on another. The SDK sends a call's heartbeats at most every 0.8 of it, and each one that
- * reaches the server is a request and a write of the run's state: with thousands of calls in flight
- * those writes were Temporal's largest cost (at 2 s, 600 calls made 375 a second and pushed the
- * start of new runs' first tasks back by up to 10 s; at 10 s, 75). So a crash costs a call 10 s, and
- * Temporal's cancel reaches it within 8 s; the API's cancel announcement (api/cancelRun.ts) stops
- * the provider at once.
+ * call on another. A worker sends a call's heartbeats every half of it (HEARTBEAT_INTERVAL_MS), and
+ * each one that reaches the server is a request and a write of the run's state, and re-arms the
+ * timeout's timer, another write: with hundreds of calls in flight those writes are most of
+ * Temporal's cost (at 2 s, 600 calls made 375 heartbeats a second and pushed the start of new runs'
+ * first tasks back by up to 10 s; at 10 s, 120). So a crash costs a call 10 s, and Temporal's cancel
+ * reaches it within 5 s; the API's cancel announcement (api/cancelRun.ts) stops the provider at
+ * once. 20 s would halve those writes (docs/performance.md, "Tried and dropped").
  */
 export const MODEL_HEARTBEAT_TIMEOUT_MS = 10_000;
 
@@ -23,7 +24,7 @@ export const MODEL_HEARTBEAT_TIMEOUT_MS = 10_000;
  * heartbeat timeout leaves the other half for a heartbeat to reach a loaded server (at 0.8 of it, the
  * SDK's default, a call was retried for a late heartbeat and reached its provider twice). A call
  * shorter than one interval sends none. Heartbeating more often than the worker sends only cost CPU
- * (the SDK held all but one in five back, for 1.5 ms of a worker's CPU per 30 s call).
+ * (the SDK held four in five back, for about 2 ms of a worker's CPU per 30 s call).
  */
 export const HEARTBEAT_INTERVAL_MS = MODEL_HEARTBEAT_TIMEOUT_MS / 2;
 
