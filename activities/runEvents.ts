@@ -1,5 +1,5 @@
 import { logger } from '../infra/logger';
-import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runSettledChannel, WAITING, type StreamEventType } from '../domain/streamEvents';
+import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runSettledChannel, STREAM_MOVED, WAITING, type StreamEventType } from '../domain/streamEvents';
 import type { ChainableCommander } from 'ioredis';
 import type Redis from 'ioredis';
 import { redis } from '../db/redis';
@@ -43,6 +43,8 @@ export class RunEvents {
     this.send(`run event ${type} not written`, (pipeline) => {
       pipeline.xadd(this.key, 'MAXLEN', '~', String(RUN_EVENTS_MAX_LEN), '*', 'e', type, 'd', JSON.stringify(data));
       if (firstWrite) (pipeline as unknown as WithKeepAtLeast).aesKeepAtLeast(this.key, RUN_EVENTS_TTL_S);
+      // The API relaying the stream reads it when told (unheard, it reads it within a second anyway).
+      pipeline.publish(runSettledChannel(this.runId), STREAM_MOVED);
     });
   }
 

@@ -2,7 +2,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { subscriber } from '../db/redis';
 import type { RunOutcome } from '../domain/runs';
-import { runSettledChannel, WAITING } from '../domain/streamEvents';
+import { runSettledChannel, STREAM_MOVED, WAITING } from '../domain/streamEvents';
 import { logger } from '../infra/logger';
 
 /**
@@ -19,7 +19,8 @@ const LONGEST_ASK_INTERVAL_MS = 30_000;
 /** What a run's settlement channel carries: its outcome, or the news that it waits for people (WAITING). */
 type Announcement = RunOutcome | typeof WAITING;
 
-const waiting = new Map<string, (announcement: Announcement) => void>();
+/** Who listens on each run's channel: for its announcements, and (a stream's relay) for the news that its stream moved. */
+const waiting = new Map<string, { announce: (announcement: Announcement) => void; moved?: () => void }>();
 let listening = false;
 
 function channels() {
@@ -27,10 +28,11 @@ function channels() {
   if (!listening) {
     listening = true;
     connection.on('message', (channel: string, message: string) => {
-      const answer = waiting.get(channel);
-      if (!answer) return;
+      const listening = waiting.get(channel);
+      if (!listening) return;
+      if (message === STREAM_MOVED) return listening.moved?.();
       try {
-        answer(JSON.parse(message) as Announcement);
+        listening.announce(JSON.parse(message) as Announcement);
       } catch (err) {
         // Not a settlement this service wrote: the answer comes from the workflow instead.
         logger.warn({ err: String(err), channel }, 'unreadable run settlement ignored');
@@ -57,13 +59,13 @@ export interface Settlement {
  * Answering from it spares the client the workflow's last task and the result's long poll: the run is
  * settled (status, bill, events committed) before it is announced, so the answer is final.
  */
-export function listenForSettlement(runId: string): Settlement {
+export function listenForSettlement(runId: string, onStreamMoved?: () => void): Settlement {
   const channel = runSettledChannel(runId);
   let settle!: (outcome: RunOutcome) => void;
   let wait!: () => void;
   const outcome = new Promise<RunOutcome>((resolve) => (settle = resolve));
   const waitsForPeople = new Promise<void>((resolve) => (wait = resolve));
-  waiting.set(channel, (announcement) => ('run' in announcement ? settle(announcement) : wait()));
+  waiting.set(channel, { announce: (announcement) => ('run' in announcement ? settle(announcement) : wait()), moved: onStreamMoved });
   const stopped = new AbortController();
   const ready = channels()
     .subscribe(channel)

@@ -87,8 +87,10 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   };
 
   // A client that resumes a run's stream may find the run long over: its workflow is asked at once.
-  const settlement = listenForSettlement(o.runId);
   const follow = runStreams().follow(runEventsKey(o.runId), o.after ?? '0-0', relay);
+  // The worker tells of each entry on the run's channel; what came before the subscription is read once it is in place.
+  const settlement = listenForSettlement(o.runId, () => follow.poke());
+  void settlement.ready.then(() => follow.poke());
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), config().sseKeepaliveMs);
   res.on('close', () => {
     closed = true;

@@ -6,7 +6,6 @@ const connectionName = `aes:${process.pid}`;
 
 let client: Redis | undefined;
 let listener: Redis | undefined;
-const readers: Redis[] = [];
 
 /**
  * The process's Redis connection (rate-limit windows, run event streams). Auto-pipelining sends the
@@ -27,19 +26,7 @@ export function subscriber(): Redis {
   return listener;
 }
 
-/**
- * A connection of its own for blocking reads (XREAD BLOCK holds its connection until it returns), closed
- * with the others. The API's stream reader opens a fixed few of these, whatever the number of clients.
- */
-export function blockingConnection(): Redis {
-  const connection = new Redis(config().redisUrl, { connectionName, maxRetriesPerRequest: null, enableOfflineQueue: true, lazyConnect: false });
-  readers.push(connection);
-  return connection;
-}
-
 export async function closeRedis(): Promise<void> {
-  // A blocked read would hold QUIT until it returns: blocking connections are simply dropped.
-  for (const reader of readers.splice(0)) reader.disconnect();
   const open = [client, listener].filter((c): c is Redis => c !== undefined);
   client = listener = undefined;
   await Promise.all(open.map((c) => c.quit().catch(() => c.disconnect())));

@@ -34,6 +34,12 @@ export function runSettledChannel(runId: string): string {
   return `run:${runId}:settled`;
 }
 
+/**
+ * Published on a run's settlement channel, as is (not JSON), with each entry appended to its stream:
+ * the API relaying the stream reads it at once (api/runStreamReader.ts).
+ */
+export const STREAM_MOVED = 'moved';
+
 /** Published on a run's settlement channel when it begins to wait for people: not an outcome, the run goes on. */
 export const WAITING = { action_required: true } as const;
 

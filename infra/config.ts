@@ -106,8 +106,6 @@ export interface Config {
   developmentMode: boolean;
   /** The bearer token the codec endpoint requires; unset, the endpoint is off. */
   codecOperatorToken: string | undefined;
-  /** Blocking Redis connections the API reads every open event stream with (however many clients). */
-  streamReaderConnections: number;
   /** PostgreSQL connections per process. */
   dbPoolMax: number;
   /**
@@ -180,7 +178,6 @@ export function loadConfig(): Config {
     developmentMode: flag('DEVELOPMENT_MODE'),
     workerMetricsPort: process.env.WORKER_METRICS_PORT ? int('WORKER_METRICS_PORT', 0) : undefined,
     statelessStreamTtlS: int('STATELESS_STREAM_TTL_S', 300),
-    streamReaderConnections: Math.max(1, int('STREAM_READER_CONNECTIONS', 4)),
     dbPoolMax: Math.max(1, int('DB_POOL_MAX', 20)),
     worker: workerCapacity(),
     temporalUiUrl: process.env.TEMPORAL_UI_URL?.replace(/\/+$/, '') || undefined,
