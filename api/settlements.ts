@@ -19,8 +19,14 @@ const LONGEST_ASK_INTERVAL_MS = 30_000;
 /** What a run's settlement channel carries: its outcome, or the news that it waits for people (WAITING). */
 type Announcement = RunOutcome | typeof WAITING;
 
-/** Who listens on each run's channel: for its announcements, and (a stream's relay) for the news that its stream moved. */
-const waiting = new Map<string, { announce: (announcement: Announcement) => void; moved?: () => void }>();
+interface Listener {
+  announce(announcement: Announcement): void;
+  /** A stream's relay: its stream has new entries. */
+  moved?(): void;
+}
+
+/** Who listens on each run's channel: a request waiting for the run, the relays of its stream (one run may have several in a process). */
+const waiting = new Map<string, Set<Listener>>();
 let listening = false;
 
 function channels() {
@@ -28,15 +34,21 @@ function channels() {
   if (!listening) {
     listening = true;
     connection.on('message', (channel: string, message: string) => {
-      const listening = waiting.get(channel);
-      if (!listening) return;
-      if (message === STREAM_MOVED) return listening.moved?.();
+      const listeners = waiting.get(channel);
+      if (!listeners) return;
+      if (message === STREAM_MOVED) {
+        for (const l of listeners) l.moved?.();
+        return;
+      }
+      let announcement: Announcement;
       try {
-        listening.announce(JSON.parse(message) as Announcement);
+        announcement = JSON.parse(message) as Announcement;
       } catch (err) {
         // Not a settlement this service wrote: the answer comes from the workflow instead.
         logger.warn({ err: String(err), channel }, 'unreadable run settlement ignored');
+        return;
       }
+      for (const l of listeners) l.announce(announcement);
     });
   }
   return connection;
@@ -65,7 +77,10 @@ export function listenForSettlement(runId: string, onStreamMoved?: () => void): 
   let wait!: () => void;
   const outcome = new Promise<RunOutcome>((resolve) => (settle = resolve));
   const waitsForPeople = new Promise<void>((resolve) => (wait = resolve));
-  waiting.set(channel, { announce: (announcement) => ('run' in announcement ? settle(announcement) : wait()), moved: onStreamMoved });
+  const listener: Listener = { announce: (announcement) => ('run' in announcement ? settle(announcement) : wait()), moved: onStreamMoved };
+  let listeners = waiting.get(channel);
+  if (!listeners) waiting.set(channel, (listeners = new Set()));
+  listeners.add(listener);
   const stopped = new AbortController();
   const ready = channels()
     .subscribe(channel)
@@ -83,6 +98,9 @@ export function listenForSettlement(runId: string, onStreamMoved?: () => void): 
     signal: stopped.signal,
     stop() {
       stopped.abort();
+      listeners.delete(listener);
+      // The channel is left only by its last listener in this process.
+      if (listeners.size > 0 || waiting.get(channel) !== listeners) return;
       waiting.delete(channel);
       channels()
         .unsubscribe(channel)

@@ -86,7 +86,6 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     }
   };
 
-  // A client that resumes a run's stream may find the run long over: its workflow is asked at once.
   const follow = runStreams().follow(runEventsKey(o.runId), o.after ?? '0-0', relay);
   // The worker tells of each entry on the run's channel; what came before the subscription is read once it is in place.
   const settlement = listenForSettlement(o.runId, () => follow.poke());
@@ -103,7 +102,8 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     end();
   });
   // The run is over: what its stream still holds is read now, and without a terminal event there the
-  // stream lost it, so it ends with the one the outcome gives.
+  // stream lost it, so it ends with the one the outcome gives. A client that resumes a run's stream
+  // may find the run long over: its workflow is asked at once.
   outcomeOf(handle, settlement, { firstAskMs: o.after === undefined ? undefined : 0, heardAt: () => heardAt })
     .catch(() => failure(o))
     .then(async (outcome) => {

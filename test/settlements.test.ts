@@ -105,4 +105,23 @@ describe("a run's answer", () => {
       settlement.stop();
     }
   });
+
+  it("is heard by every listener of the run in this process, until the last one stops; a stream's news reaches its relay", async () => {
+    const runId = mintId('run');
+    const moved = jest.fn();
+    const [waiter, relay] = [listenForSettlement(runId), listenForSettlement(runId, moved)];
+    try {
+      await Promise.all([waiter.ready, relay.ready]);
+      waiter.stop();
+      const stream = new RunEvents(runId);
+      stream.emit('response.started', { id: runId });
+      stream.announceSettlement(outcomeFor(runId));
+      await stream.flush();
+      const { handle } = workflow(() => new Promise(() => undefined), false);
+      expect(await outcomeOf(handle, relay)).toEqual(outcomeFor(runId));
+      expect(moved).toHaveBeenCalledTimes(1);
+    } finally {
+      relay.stop();
+    }
+  });
 });
