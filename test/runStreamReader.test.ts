@@ -19,7 +19,7 @@ describe("the API's stream reader", () => {
     try {
       await until(async () => (fromStart.length === 1 ? true : undefined), 'the backlog');
       await append(key, 'response.output_text.delta');
-      // Told twice: read twice, given once.
+      // Told twice (each follow's relay hears the notice): given once to each.
       a.poke();
       b.poke();
       await until(async () => (fromStart.length === 2 && resumed.length === 1 ? true : undefined), 'the entry told of');

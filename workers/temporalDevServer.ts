@@ -40,8 +40,8 @@ export function answers(port: number): Promise<boolean> {
 
 /**
  * An in-memory, headless Temporal dev server on free ports (the test suite's and the bench's), with
- * `namespaces` besides `default`, and its Prometheus metrics at `metrics`. Resolves once its frontend answers; a server that exits first
- * rejects with the end of its log.
+ * `namespaces` besides `default`, and its Prometheus metrics at `metrics`. Resolves once its frontend
+ * answers; a server that exits first rejects with the end of its log.
  */
 export async function startDevServer(namespaces: string[] = []): Promise<{ address: string; metrics: string; process: ChildProcess }> {
   const [port, httpPort, metricsPort] = [await freePort(), await freePort(), await freePort()];
