@@ -1,5 +1,5 @@
 import { logger } from '../infra/logger';
-import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runSettledChannel, STREAM_MOVED, WAITING, type StreamEventType } from '../domain/streamEvents';
+import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runChannel, STREAM_MOVED, WAITING, type StreamEventType } from '../domain/streamEvents';
 import type { ChainableCommander } from 'ioredis';
 import type Redis from 'ioredis';
 import { redis } from '../db/redis';
@@ -44,7 +44,7 @@ export class RunEvents {
       pipeline.xadd(this.key, 'MAXLEN', '~', String(RUN_EVENTS_MAX_LEN), '*', 'e', type, 'd', JSON.stringify(data));
       if (firstWrite) (pipeline as unknown as WithKeepAtLeast).aesKeepAtLeast(this.key, RUN_EVENTS_TTL_S);
       // The API relaying the stream reads it when told (unheard, it reads it within a second anyway).
-      pipeline.publish(runSettledChannel(this.runId), STREAM_MOVED);
+      pipeline.publish(runChannel(this.runId), STREAM_MOVED);
     });
   }
 
@@ -56,13 +56,13 @@ export class RunEvents {
   /** Publishes the run's committed settlement to whichever API instance waits to answer it (the stream's terminal event is for streams). */
   announceSettlement(outcome: RunOutcome): void {
     // Unheard, the waiting API answers from the workflow's outcome instead, a little later.
-    this.send('run settlement not announced', (pipeline) => pipeline.publish(runSettledChannel(this.runId), JSON.stringify(outcome)));
+    this.send('run settlement not announced', (pipeline) => pipeline.publish(runChannel(this.runId), JSON.stringify(outcome)));
   }
 
   /** Tells the API waiting to answer the run that it waits for people now (a non-streamed request answers 202). */
   announceWaiting(): void {
     // Unheard, the waiting request answers 202 when its bounded wait ends instead.
-    this.send('run waiting not announced', (pipeline) => pipeline.publish(runSettledChannel(this.runId), JSON.stringify(WAITING)));
+    this.send('run waiting not announced', (pipeline) => pipeline.publish(runChannel(this.runId), JSON.stringify(WAITING)));
   }
 
   /** A lost event or announcement is survivable (the API emits the terminal event from the run's outcome); a run failed because of one is not. */

@@ -2,7 +2,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { subscriber } from '../db/redis';
 import type { RunOutcome } from '../domain/runs';
-import { runSettledChannel, STREAM_MOVED, WAITING } from '../domain/streamEvents';
+import { runChannel, STREAM_MOVED, WAITING } from '../domain/streamEvents';
 import { logger } from '../infra/logger';
 
 /**
@@ -16,7 +16,7 @@ import { logger } from '../infra/logger';
 const FIRST_ASK_MS = 2_000;
 const LONGEST_ASK_INTERVAL_MS = 30_000;
 
-/** What a run's settlement channel carries: its outcome, or the news that it waits for people (WAITING). */
+/** What a run's channel announces: its outcome, or the news that it waits for people (WAITING); its stream's news (STREAM_MOVED) is not an announcement. */
 type Announcement = RunOutcome | typeof WAITING;
 
 interface Listener {
@@ -72,7 +72,7 @@ export interface Settlement {
  * settled (status, bill, events committed) before it is announced, so the answer is final.
  */
 export function listenForSettlement(runId: string, onStreamMoved?: () => void): Settlement {
-  const channel = runSettledChannel(runId);
+  const channel = runChannel(runId);
   let settle!: (outcome: RunOutcome) => void;
   let wait!: () => void;
   const outcome = new Promise<RunOutcome>((resolve) => (settle = resolve));

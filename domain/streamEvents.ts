@@ -27,20 +27,22 @@ export function runEventsKey(runId: string): string {
 }
 
 /**
- * The Redis channel on which the worker that settles a run publishes its outcome, once committed: the
- * API instance waiting to answer the run hears it there, before the run's workflow has closed.
+ * The Redis channel on which a run's workers tell the API instances that hold its request or its
+ * stream what happened: its outcome once committed (heard before the run's workflow has closed), that
+ * it waits for people, and that its stream moved. (The name predates the last two; it stays, so that
+ * workers and APIs of two releases still hear each other during a deploy.)
  */
-export function runSettledChannel(runId: string): string {
+export function runChannel(runId: string): string {
   return `run:${runId}:settled`;
 }
 
 /**
- * Published on a run's settlement channel, as is (not JSON), with each entry appended to its stream:
- * the API relaying the stream reads it at once (api/runStreamReader.ts).
+ * Published on a run's channel, as is (not JSON), with each entry appended to its stream: the API
+ * relaying the stream reads it at once (api/runStreamReader.ts).
  */
 export const STREAM_MOVED = 'moved';
 
-/** Published on a run's settlement channel when it begins to wait for people: not an outcome, the run goes on. */
+/** Published on a run's channel when it begins to wait for people: not an outcome, the run goes on. */
 export const WAITING = { action_required: true } as const;
 
 /**
