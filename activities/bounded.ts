@@ -19,6 +19,20 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * For loops that heartbeat at each turn: the worker holds back only heartbeats closer together than
+ * CANCEL_CONFIRM_FIRST_MS (its throttle, short for cancels), so a loop that turns faster paces its
+ * own. The first call heartbeats.
+ */
+export function pacedHeartbeat(ctx: Context, everyMs: number): () => void {
+  let next = 0;
+  return () => {
+    if (Date.now() < next) return;
+    next = Date.now() + everyMs;
+    ctx.heartbeat();
+  };
+}
+
 /** Aborts a call when its activity is cancelled or when the run's deadline comes, whichever is first. */
 export function callSignal(deadline: Deadline): AbortSignal {
   return AbortSignal.any([Context.current().cancellationSignal, AbortSignal.timeout(Math.max(0, deadline.at - Date.now()))]);

@@ -7,7 +7,7 @@ import { estimateTokens, type Usage } from '../domain/usage';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';
 import { watchCancel } from './cancelNotices';
-import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
+import { CANCEL_CONFIRM_FIRST_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
 import { recentMessages } from '../db/messages';
 import { providerFormat } from './providers/responseFormat';
 import { countedUsage } from './tokenCount';
@@ -173,10 +173,24 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
   }
 }
 
-/** Waits for Temporal's cancel of an announced-cancelled call: it comes with a heartbeat's answer, within the heartbeat timeout. */
-async function confirmedCancel(ctx: Context): Promise<void> {
+/**
+ * Waits for Temporal's cancel of an announced-cancelled call. It comes with a heartbeat's answer once
+ * the run's workflow has asked for it, a workflow task after the API's cancel: so the call asks at once,
+ * then after CANCEL_CONFIRM_FIRST_MS and twice as long each time, for at most a heartbeat timeout.
+ */
+export async function confirmedCancel(ctx: Context): Promise<void> {
+  let asking: NodeJS.Timeout | undefined;
+  const ask = (nextMs: number) => {
+    ctx.heartbeat();
+    asking = setTimeout(() => ask(2 * nextMs), nextMs);
+  };
+  ask(CANCEL_CONFIRM_FIRST_MS);
   const late = new Promise<void>((resolve) => setTimeout(resolve, MODEL_HEARTBEAT_TIMEOUT_MS).unref());
-  await Promise.race([ctx.cancelled.catch(() => undefined), late]);
+  try {
+    await Promise.race([ctx.cancelled.catch(() => undefined), late]);
+  } finally {
+    clearTimeout(asking);
+  }
   if (!ctx.cancellationSignal.aborted) throw ApplicationFailure.create({ message: 'the run was announced cancelled, but Temporal did not cancel the call', type: 'cancel_unconfirmed' });
 }
 

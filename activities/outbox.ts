@@ -3,7 +3,8 @@ import { Context } from '@temporalio/activity';
 import { claimDelivery, fanOutEvents, staleClaims, unstartedDeliveries, type DeliveryToStart } from '../db/webhookDeliveries';
 import { config } from '../infra/config';
 import { temporal } from '../infra/temporalClient';
-import { DISPATCH_IDLE_POLL_MS } from '../workflows/timings';
+import { DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_IDLE_POLL_MS } from '../workflows/timings';
+import { pacedHeartbeat } from './bounded';
 import { startDelivery } from '../workflows/webhookDelivery.client';
 
 /** Events fanned out, and delivery workflows started, per step. */
@@ -19,12 +20,12 @@ const CLAIM_STALE_S = 60;
  * Temporal's workflow-id uniqueness holds within one namespace, and two deployments on one database
  * (blue/green, a move between clusters) must not both send a delivery.
  */
-async function startDeliveries(deliveries: DeliveryToStart[]): Promise<void> {
+async function startDeliveries(deliveries: DeliveryToStart[], heartbeat: () => void): Promise<void> {
   const client = await temporal();
   const { retryDelaysMs } = config().webhooks;
   const namespace = config().temporalNamespace;
   for (let i = 0; i < deliveries.length; i += START_CONCURRENCY) {
-    Context.current().heartbeat();
+    heartbeat();
     const slice = deliveries.slice(i, i + START_CONCURRENCY);
     const started = await Promise.allSettled(
       slice.map(async (d) => {
@@ -56,12 +57,13 @@ export function dispatching(on: boolean): void {
  */
 export async function dispatchOutbox(passMs: number): Promise<void> {
   const ctx = Context.current();
+  const heartbeat = pacedHeartbeat(ctx, DISPATCH_HEARTBEAT_INTERVAL_MS);
   const until = Date.now() + passMs;
   while (Date.now() < until && !stopping && !ctx.cancellationSignal.aborted) {
-    ctx.heartbeat();
+    heartbeat();
     const events = await fanOutEvents(BATCH);
     const deliveries = await unstartedDeliveries(BATCH);
-    await startDeliveries([...deliveries, ...(await staleClaims(config().temporalNamespace, CLAIM_STALE_S, BATCH))]);
+    await startDeliveries([...deliveries, ...(await staleClaims(config().temporalNamespace, CLAIM_STALE_S, BATCH))], heartbeat);
     // Straight on only while a backlog fills whole batches: under a steady trickle of runs, looping at
     // once would spend a transaction and a query on every few events (measured: 10 ms of worker CPU a run).
     if (events < BATCH && deliveries.length < BATCH) await delay(DISPATCH_IDLE_POLL_MS);

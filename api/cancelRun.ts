@@ -9,7 +9,7 @@ import { runHandle } from '../workflows/agentRun.client';
 /**
  * Cancels a run's workflow, then announces it to the workers: the one holding the run's model call
  * aborts the provider request at once (Temporal's cancel reaches the call only with a heartbeat's
- * answer, seconds later), and the call ends cancelled once that cancel arrives.
+ * answer), then asks Temporal for that cancel until it comes, and ends cancelled.
  */
 export async function cancelRun(handle: WorkflowHandle, runId: string): Promise<void> {
   await handle.cancel();

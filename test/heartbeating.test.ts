@@ -1,6 +1,9 @@
+import { Context } from '@temporalio/activity';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { heartbeating } from '../activities/bounded';
-import { HEARTBEAT_INTERVAL_MS } from '../workflows/timings';
+import { DefaultLogger } from '@temporalio/worker';
+import { heartbeating, pacedHeartbeat } from '../activities/bounded';
+import { confirmedCancel } from '../activities/model';
+import { CANCEL_CONFIRM_FIRST_MS, HEARTBEAT_INTERVAL_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
 
 // Jest's clock, moved by the test: each heartbeat's time is exact, however busy the machine.
 beforeEach(() => jest.useFakeTimers());
@@ -8,12 +11,19 @@ afterEach(() => jest.useRealTimers());
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Runs work lasting `ms` inside heartbeating() in an activity context: when each heartbeat came (ms from the start), filled on as they come. */
-async function heartbeatsOf(ms: number): Promise<number[]> {
-  const env = new MockActivityEnvironment();
+/** An activity environment, and when each of its heartbeats came (ms from now), filled on as they come. */
+function heartbeatClock(): { env: MockActivityEnvironment; at: number[] } {
+  // Quiet: an attempt failed on purpose is not news.
+  const env = new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
   const started = Date.now();
   const at: number[] = [];
   env.on('heartbeat', () => at.push(Date.now() - started));
+  return { env, at };
+}
+
+/** Runs work lasting `ms` inside heartbeating() in an activity context: when each heartbeat came. */
+async function heartbeatsOf(ms: number): Promise<number[]> {
+  const { env, at } = heartbeatClock();
   const done = env.run(() => heartbeating(() => pause(ms)));
   await jest.advanceTimersByTimeAsync(ms);
   await done;
@@ -30,5 +40,42 @@ describe('a cancellable activity', () => {
     expect(at).toEqual([HEARTBEAT_INTERVAL_MS, 2 * HEARTBEAT_INTERVAL_MS]);
     await jest.advanceTimersByTimeAsync(5 * HEARTBEAT_INTERVAL_MS);
     expect(at).toHaveLength(2);
+  });
+});
+
+describe('a loop that heartbeats at each turn', () => {
+  it('heartbeats at its first turn, then at the first turn after each interval', async () => {
+    const { env, at } = heartbeatClock();
+    await env.run(async () => {
+      const heartbeat = pacedHeartbeat(Context.current(), 1000);
+      for (const wait of [0, 400, 599, 1, 999, 1]) {
+        await jest.advanceTimersByTimeAsync(wait);
+        heartbeat();
+      }
+    });
+    expect(at).toEqual([0, 1000, 2000]);
+  });
+});
+
+describe('a model call the API announced cancelled', () => {
+  it("asks for Temporal's cancel at once, then at doubling intervals until it comes, then stops asking", async () => {
+    const { env, at } = heartbeatClock();
+    const first = CANCEL_CONFIRM_FIRST_MS;
+    const done = env.run(() => confirmedCancel(Context.current()));
+    await jest.advanceTimersByTimeAsync(7 * first + 1);
+    // The workflow has asked for the cancel: the heartbeat's answer carries it.
+    env.cancel();
+    await done;
+    expect(at).toEqual([0, first, 3 * first, 7 * first]);
+    await jest.advanceTimersByTimeAsync(MODEL_HEARTBEAT_TIMEOUT_MS);
+    expect(at).toHaveLength(4);
+  });
+
+  it('fails its attempt when Temporal never confirms the cancel within a heartbeat timeout', async () => {
+    const { env } = heartbeatClock();
+    const done = env.run(() => confirmedCancel(Context.current()));
+    const failed = expect(done).rejects.toMatchObject({ type: 'cancel_unconfirmed' });
+    await jest.advanceTimersByTimeAsync(MODEL_HEARTBEAT_TIMEOUT_MS);
+    await failed;
   });
 });

@@ -6,7 +6,7 @@ import { logger } from '../infra/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle, workflowSinks } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
-import { HEARTBEAT_INTERVAL_MS } from '../workflows/timings';
+import { CANCEL_CONFIRM_FIRST_MS } from '../workflows/timings';
 import { countUnopenableWith } from '../infra/unopenablePayloads';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
@@ -125,8 +125,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         ...capacity(taskQueue),
         // A deploy's SIGTERM stops polling and lets in-flight activities (model calls) finish instead of cancelling them.
         shutdownGraceTime: c.workerShutdownGraceMs,
-        // Heartbeats reach the server at most this often (workflows/timings.ts says why).
-        maxHeartbeatThrottleInterval: HEARTBEAT_INTERVAL_MS,
+        // Heartbeats reach the server at most this often: an announced cancel's confirmation (workflows/timings.ts says why).
+        maxHeartbeatThrottleInterval: CANCEL_CONFIRM_FIRST_MS,
       }),
     ),
   );

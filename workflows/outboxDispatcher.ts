@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import { DISPATCH_EVERY_MS, DISPATCH_PASS_MS } from './timings';
+import { DISPATCH_EVERY_MS, DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_PASS_MS } from './timings';
 import { unsealed } from './summaries';
 
 /**
@@ -11,7 +11,7 @@ import { unsealed } from './summaries';
 const { dispatchOutbox } = proxyActivities<typeof activities>({
   summary: unsealed('dispatcher pass: outbox events to deliveries'),
   startToCloseTimeout: DISPATCH_PASS_MS * 3,
-  heartbeatTimeout: '10s',
+  heartbeatTimeout: 2 * DISPATCH_HEARTBEAT_INTERVAL_MS,
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },
 });
 

@@ -19,14 +19,25 @@ export const MAX_RUN_TIMEOUT_MS = 120_000;
 export const MODEL_HEARTBEAT_TIMEOUT_MS = 10_000;
 
 /**
- * Cancellable activities heartbeat this often while they run, the first time one interval in, and a
- * worker sends heartbeats to the server no more often (workers/worker.ts): half a model call's
- * heartbeat timeout leaves the other half for a heartbeat to reach a loaded server (at 0.8 of it, the
- * SDK's default, a call was retried for a late heartbeat and reached its provider twice). A call
- * shorter than one interval sends none. Heartbeating more often than the worker sends only cost CPU
- * (the SDK held four in five back, for about 2 ms of a worker's CPU per 30 s call).
+ * Cancellable activities heartbeat this often while they run, the first time one interval in: half a
+ * model call's heartbeat timeout leaves the other half for a heartbeat to reach a loaded server (at 0.8
+ * of it, the SDK's default, a call was retried for a late heartbeat and reached its provider twice). A
+ * call shorter than one interval sends none.
  */
 export const HEARTBEAT_INTERVAL_MS = MODEL_HEARTBEAT_TIMEOUT_MS / 2;
+
+/**
+ * A call the API announced cancelled has stopped its provider and waits for Temporal's cancel, which
+ * comes only with a heartbeat's answer once the run's workflow has asked for it (a workflow task after
+ * the API's cancel, tens of milliseconds): the call asks at once, then after this and twice as long
+ * each time, not at its next regular heartbeat (POST /runs/{id}/cancel answered in 1.6–4.8 s, now
+ * about 0.2 s). A worker sends heartbeats no more often than this (its throttle, workers/worker.ts);
+ * regular heartbeats are far apart, so it holds none of them back.
+ */
+export const CANCEL_CONFIRM_FIRST_MS = 100;
+
+/** The outbox dispatcher's pass heartbeats from its loop at most this often; its heartbeat timeout is twice it. */
+export const DISPATCH_HEARTBEAT_INTERVAL_MS = 5_000;
 
 /** A call stops itself at the run's deadline; the server's schedule-to-close, this much later, only stops a call whose worker died. */
 export const DEADLINE_GRACE_MS = 5_000;

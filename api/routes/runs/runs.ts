@@ -16,7 +16,7 @@ import { runPage, type RunListing } from '../../../db/runs';
 import { listPage } from '../../listPage';
 import { workspaceOf } from '../../middleware/auth';
 
-/** The run settles cancelled once Temporal's cancel reaches its call (within half the heartbeat timeout: workers/worker.ts); the answer waits that long to show it. */
+/** The run settles cancelled once Temporal's cancel reaches its call (at once when announced, else with its next heartbeat: workflows/timings.ts); the answer waits at most this long to show it. */
 const CANCEL_WAIT_MS = MODEL_HEARTBEAT_TIMEOUT_MS;
 
 /** GET /api/v2/runs (the runs that need attention), /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel and /actions. */
