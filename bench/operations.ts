@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Operation } from './load';
 import type { Stack } from './stack';
-import { tokenTag } from './stubProvider';
+import { slowTag, tokenTag } from './stubProvider';
 
 /** GET through the whole API: authenticated, scoped, rate-limited, one indexed query. */
 export const AUTH_GET_PATH = '/api/v2/logs?limit=1';
@@ -36,7 +36,7 @@ export async function readEvents(res: Response): Promise<{ events: string[]; fir
 }
 
 /** The measured operations; each throws unless it got the success it expects. */
-export function operations(s: Stack): Record<'floor' | 'run' | 'stream' | 'authGet' | 'bareKoa', Operation> {
+export function operations(s: Stack): Record<'floor' | 'run' | 'stream' | 'cancel' | 'authGet' | 'bareKoa', Operation> {
   let streamSeq = 0;
   const respond = (input: string, stream: boolean) =>
     fetch(`${s.api}/api/v2/responses`, { method: 'POST', headers: s.auth, body: JSON.stringify({ agent: s.agent, input, ...(stream && { stream }) }) });
@@ -63,6 +63,30 @@ export function operations(s: Stack): Record<'floor' | 'run' | 'stream' | 'authG
         throw new Error(`unexpected stream: ${events.join(', ') || 'no events'}`);
       }
       return firstDeltaAt - sentAt;
+    },
+    /**
+     * A streamed run cancelled with POST /runs/{id}/cancel at its first delta (the stub's reply would go
+     * on for 20 s); returns how long the cancel took to answer, which it does once the run shows cancelled.
+     */
+    async cancel() {
+      const res = await respond(`Go. ${slowTag(20, 1000)}`, true);
+      const reader = res.body!.getReader();
+      const decoder = new TextDecoder();
+      let seen = '';
+      let answeredMs: number | undefined;
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        seen += decoder.decode(value, { stream: true });
+        if (answeredMs !== undefined || !seen.includes('event: response.output_text.delta')) continue;
+        const id = /"id":"(run_[^"]+)"/.exec(seen)?.[1];
+        const sent = performance.now();
+        const answer = JSON.parse(await expectOk(await fetch(`${s.api}/api/v2/runs/${id}/cancel`, { method: 'POST', headers: s.auth }), 'POST /api/v2/runs/{id}/cancel')) as { status?: string };
+        answeredMs = performance.now() - sent;
+        if (answer.status !== 'cancelled') throw new Error(`the cancel answered with the run ${answer.status}`);
+      }
+      if (answeredMs === undefined || !seen.includes('event: response.cancelled')) throw new Error('the stream ended without a cancel');
+      return answeredMs;
     },
     async authGet() {
       await expectOk(await fetch(`${s.api}${AUTH_GET_PATH}`, { headers: s.auth }), `GET ${AUTH_GET_PATH}`);

@@ -36,6 +36,8 @@ export interface Measured {
   floor: { c1: Summary; c32: Loaded };
   run: { c1: Summary; c32: Loaded };
   stream: { c1: Summary; c32: Loaded };
+  /** POST /runs/{id}/cancel of a streamed run at its first delta: its answer's time is the extra figure. */
+  cancel: Summary;
   authGet: Loaded;
   bareKoa: Loaded;
   /** PostgreSQL and Redis work per run, from their own counters. */
@@ -143,6 +145,8 @@ const FAIRNESS = [
   '  completed. Not in the floor: search attributes and memo, a real input, and the service worker polling three queues.',
   `stream: the stub writes its first chunk at once and the rest ${STREAM_TAIL_MS} ms later; overhead = the client's first`,
   '  response.output_text.delta minus the stub writing its first chunk, both on the bench process clock.',
+  'cancel answered: POST /runs/{id}/cancel of a streamed run, sent at its first delta (its reply would go on for 20 s),',
+  '  to its answer, which waits until the run shows cancelled (the run settled, its stream ended with response.cancelled).',
   `auth_get: GET ${AUTH_GET_PATH} through the API process; bare_koa: one @koa/router route in its own node process.`,
   'cpu ms/request: CPU time each process group used during the c32 phase (warm-up included) over the requests served.',
   "statements: PostgreSQL's pg_stat_database and pg_stat_user_tables (table reads: index and sequential scans, a join's",
@@ -224,6 +228,7 @@ export function report(m: Measured): void {
       c32: { ...loaded(m.stream.c32), first_delta_overhead_ms: m.stream.c32.summary.extra ?? null },
       provider_tail_ms: STREAM_TAIL_MS,
     },
+    cancel: { answered_ms: m.cancel.extra ?? null, errors: m.cancel.errors },
     auth_get: { endpoint: `GET ${AUTH_GET_PATH}`, ...loaded(m.authGet) },
     bare_koa: { endpoint: 'GET /ping', ...loaded(m.bareKoa) },
     statements_per_run: m.statements,
@@ -261,6 +266,7 @@ export function report(m: Measured): void {
     row('stream (whole run)', 32, m.stream.c32.summary),
     overheadRow(1, m.stream.c1),
     overheadRow(32, m.stream.c32.summary),
+    `${'cancel answered'.padEnd(24)}${cell(1, 5)}${cell(m.cancel.extra?.n, 7)}${cell(m.cancel.errors, 7)}${cell(m.cancel.extra?.p50, 9)}${cell(m.cancel.extra?.p95, 9)}${cell(m.cancel.extra?.p99, 9)}`,
     row('auth_get', 32, m.authGet.summary),
     row('bare_koa', 32, m.bareKoa.summary),
     '',

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeTemporal } from '../infra/temporalClient';
 import { closeDb } from '../db/sequelize';
-import { closedLoop, sequential, type Operation } from './load';
+import { closedLoop, sequential, type Operation, type Summary } from './load';
 import { AUTH_GET_PATH, operations } from './operations';
 import { ingestionThroughput, INGESTED_BYTES, retrievalOverhead } from './knowledge';
 import { batchThroughput, BATCH_ITEMS } from './jobs';
@@ -24,7 +24,7 @@ import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
  */
 
 const QUICK = process.argv.includes('--quick');
-/** Only the floor, runs, streams, the GET pair, statements per run and scale-out: what a change to the run's path moves (and what --profile should see). */
+/** Only the floor, runs, streams, cancels, the GET pair, statements per run and scale-out: what a change to the run's path moves (and what --profile should see). */
 const CORE = process.argv.includes('--core');
 const PROFILE = process.argv.includes('--profile');
 /** Only the in-flight phases: long streamed runs in an open loop, many open streams, a closed batch of long runs. */
@@ -39,6 +39,7 @@ if (INFLIGHT_RATE !== undefined && !(INFLIGHT_RATE > 0)) throw new Error('--infl
 const SETTINGS = QUICK
   ? {
       c1: { warmup: 10, count: 40 },
+      cancel: { warmup: 2, count: 10 },
       c32: { concurrency: 32, warmupMs: 1000, durationMs: 3000 },
       growthSamples: 3,
       statementRuns: 50,
@@ -51,6 +52,7 @@ const SETTINGS = QUICK
     }
   : {
       c1: { warmup: 30, count: 300 },
+      cancel: { warmup: 3, count: 40 },
       c32: { concurrency: 32, warmupMs: 5000, durationMs: 20_000 },
       growthSamples: 15,
       statementRuns: 200,
@@ -110,6 +112,7 @@ async function measure(s: Stack, children: Children): Promise<Measured> {
     floor: { c1: await atC1('floor', op.floor), c32: await atC32('floor', op.floor) },
     run: { c1: await atC1('run', op.run), c32: await atC32('run', op.run) },
     stream: { c1: await atC1('stream', op.stream), c32: await atC32('stream', op.stream) },
+    cancel: await cancelAnswers(op.cancel),
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),
     bareKoa: await atC32('bare_koa (GET /ping)', op.bareKoa, SETTINGS.get),
     statements: await statements(op.run),
@@ -130,6 +133,11 @@ async function scaleOut(s: Stack, atC32: (what: string, operation: Operation) =>
   const one = await atC32('scale-out: run with one worker process', run);
   await s.addWorker();
   return { one, two: await atC32('scale-out: run with two worker processes', run) };
+}
+
+async function cancelAnswers(cancel: Operation): Promise<Summary> {
+  log(`cancel: a streamed run cancelled at its first delta, at concurrency 1 (${SETTINGS.cancel.warmup} warm-up, ${SETTINGS.cancel.count} measured)`);
+  return sequential(cancel, SETTINGS.cancel);
 }
 
 async function statements(run: Operation): Promise<StatementFigures> {
