@@ -12,9 +12,9 @@ export const MAX_RUN_TIMEOUT_MS = 120_000;
  * each one that reaches the server is a request and a write of the run's state, and re-arms the
  * timeout's timer, another write: with hundreds of calls in flight those writes are most of
  * Temporal's cost (at 2 s, 600 calls made 375 heartbeats a second and pushed the start of new runs'
- * first tasks back by up to 10 s; at 10 s, 120). So a crash costs a call 10 s, and Temporal's cancel
- * reaches it within 5 s; the API's cancel announcement (api/cancelRun.ts) stops the provider at
- * once. 20 s would halve those writes (docs/performance.md, "Tried and dropped").
+ * first tasks back by up to 10 s; at 10 s, 120). So a crash costs a call 10 s, and a cancel the API
+ * did not announce reaches it within 5 s (an announced one at once: CANCEL_CONFIRM_FIRST_MS). 20 s
+ * would halve those writes, for 3 % of a long run's CPU (docs/performance.md, "Tried and dropped").
  */
 export const MODEL_HEARTBEAT_TIMEOUT_MS = 10_000;
 
@@ -30,8 +30,8 @@ export const HEARTBEAT_INTERVAL_MS = MODEL_HEARTBEAT_TIMEOUT_MS / 2;
  * A call the API announced cancelled has stopped its provider and waits for Temporal's cancel, which
  * comes only with a heartbeat's answer once the run's workflow has asked for it (a workflow task after
  * the API's cancel, tens of milliseconds): the call asks at once, then after this and twice as long
- * each time, not at its next regular heartbeat (POST /runs/{id}/cancel answered in 1.6–4.8 s, now
- * about 0.2 s). A worker sends heartbeats no more often than this (its throttle, workers/worker.ts);
+ * each time, not at its next regular heartbeat (POST /runs/{id}/cancel of a streamed run answered in
+ * 4.0 s at p50, now 0.14 s: the bench's `cancel answered`). A worker sends heartbeats no more often than this (its throttle, workers/worker.ts);
  * regular heartbeats are far apart, so it holds none of them back.
  */
 export const CANCEL_CONFIRM_FIRST_MS = 100;
