@@ -89,7 +89,26 @@ async function loadHistory(input: GenerateInput): Promise<ChatMessage[]> {
  * retryability the declared retry policy honours.
  */
 export function generate(input: GenerateInput): Promise<GenerateResult> {
+  recordStartLag(Context.current());
   return heartbeating(() => callModel(input));
+}
+
+/** The metric's name, which the worker's runtime gives buckets fine below 100 ms (workers/worker.ts). */
+export const MODEL_CALL_START_LAG = 'aes_model_call_start_lag_seconds';
+
+/**
+ * How long after Temporal scheduled a model-call activity its code started in this worker. A run's
+ * first call is dispatched eagerly (in the answer to the workflow task that scheduled it), which
+ * Temporal counts as started at once, so its schedule-to-start latency stays 0 however long the call
+ * then waits for this process's threads and cores: this is where that wait shows (docs/operations.md,
+ * Scaling). Measured against the server's clock, so clock skew between hosts adds to it.
+ */
+export function recordStartLag(ctx: Context): void {
+  const scheduled = ctx.info.currentAttemptScheduledTimestampMs;
+  if (!scheduled) return;
+  ctx.metricMeter
+    .createHistogram(MODEL_CALL_START_LAG, 'float', 's', 'Seconds from Temporal scheduling a model-call activity to its code starting in this worker, eager dispatch included.')
+    .record(Math.max(0, Date.now() - scheduled) / 1000);
 }
 
 /** Model calls this worker process has in flight: the worker's saturation, beside its free activity slots. */

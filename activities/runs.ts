@@ -13,7 +13,7 @@ import { recordCancelRequest } from '../db/runCancelRequests';
 import { transaction, type Sql } from '../db/sql';
 import { config } from '../infra/config';
 import { heartbeating } from './bounded';
-import { callModel, type GenerateInput, type GenerateResult } from './model';
+import { callModel, recordStartLag, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
 import { wakeNextTurn } from './turns';
 import type { PassageRef } from '../domain/knowledge';
@@ -121,6 +121,7 @@ export type StartedRun = GenerateResult & { begun: BegunRun; settled?: RunOutcom
  * attempt finds the run recorded and calls again; one whose earlier attempt settled the run answers with that.
  */
 export function startRun(s: StartRun): Promise<StartedRun> {
+  recordStartLag(Context.current());
   return heartbeating(async () => {
     const begun = await beginRun(s.run);
     const earlier = s.settle && Context.current().info.attempt > 1 ? await new RunEvents(s.run.runId).completedRun() : undefined;

@@ -103,7 +103,7 @@ describe('GET /metrics', () => {
 });
 
 describe("the worker's metrics", () => {
-  it("serve Temporal's SDK metrics and webhook attempts by outcome on WORKER_METRICS_PORT", async () => {
+  it("serve Temporal's SDK metrics, webhook attempts by outcome and model calls' start lag on WORKER_METRICS_PORT", async () => {
     const receiver = createServer((req, res) => req.resume().on('end', () => res.writeHead(204).end()));
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     try {
@@ -124,6 +124,9 @@ describe("the worker's metrics", () => {
       // Buckets fine enough below 100 ms for the scaling rule (the SDK's own start at 0.1 s).
       expect(text).toMatch(/temporal_workflow_task_schedule_to_start_latency_bucket\{[^}]*le="0.025"/);
       expect(text).toMatch(/temporal_worker_task_slots_available\{[^}]*task_queue="agent-runs"/);
+      // The run's call was dispatched eagerly: its wait shows here, in buckets as fine as schedule-to-start's.
+      expect(text).toMatch(/aes_model_call_start_lag_seconds_bucket\{[^}]*le="0.025"/);
+      expect(text).toMatch(/aes_model_call_start_lag_seconds_count(\{[^}]*\})? [1-9]/);
     } finally {
       receiver.close();
     }

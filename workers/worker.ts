@@ -1,6 +1,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import * as activities from '../activities';
+import { MODEL_CALL_START_LAG } from '../activities/model';
 import { config, metricsServed } from '../infra/config';
 import { logger } from '../infra/logger';
 import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
@@ -46,7 +47,11 @@ export function installRuntime(): void {
             countersTotalSuffix: true,
             useSecondsForDurations: true,
             // The scaling rule reads schedule-to-start against 100 ms: the SDK's default buckets start at 0.1 s.
-            histogramBucketOverrides: { workflow_task_schedule_to_start_latency: SCHEDULE_TO_START_BUCKETS, activity_schedule_to_start_latency: SCHEDULE_TO_START_BUCKETS },
+            histogramBucketOverrides: {
+              workflow_task_schedule_to_start_latency: SCHEDULE_TO_START_BUCKETS,
+              activity_schedule_to_start_latency: SCHEDULE_TO_START_BUCKETS,
+              [MODEL_CALL_START_LAG]: SCHEDULE_TO_START_BUCKETS,
+            },
           },
         },
       },
