@@ -204,11 +204,13 @@ export async function confirmedCancel(ctx: Context): Promise<void> {
     asking = setTimeout(() => ask(2 * nextMs), nextMs);
   };
   ask(CANCEL_CONFIRM_FIRST_MS);
-  const late = new Promise<void>((resolve) => setTimeout(resolve, MODEL_HEARTBEAT_TIMEOUT_MS).unref());
+  let giveUp: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (giveUp = setTimeout(resolve, MODEL_HEARTBEAT_TIMEOUT_MS)));
   try {
     await Promise.race([ctx.cancelled.catch(() => undefined), late]);
   } finally {
     clearTimeout(asking);
+    clearTimeout(giveUp);
   }
   if (!ctx.cancellationSignal.aborted) throw ApplicationFailure.create({ message: 'the run was announced cancelled, but Temporal did not cancel the call', type: 'cancel_unconfirmed' });
 }

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Operation } from './load';
 import type { Stack } from './stack';
+import { timedFrames } from './sseFrames';
 import { slowTag, tokenTag } from './stubProvider';
 
 /** GET through the whole API: authenticated, scoped, rate-limited, one indexed query. */
@@ -70,22 +71,19 @@ export function operations(s: Stack): Record<'floor' | 'run' | 'stream' | 'cance
      */
     async cancel() {
       const res = await respond(`Go. ${slowTag(20, 1000)}`, true);
-      const reader = res.body!.getReader();
-      const decoder = new TextDecoder();
-      let seen = '';
+      let runId: string | undefined;
       let answeredMs: number | undefined;
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        seen += decoder.decode(value, { stream: true });
-        if (answeredMs !== undefined || !seen.includes('event: response.output_text.delta')) continue;
-        const id = /"id":"(run_[^"]+)"/.exec(seen)?.[1];
+      let last: string | undefined;
+      for await (const { frame } of timedFrames(res)) {
+        last = /^event: (.+)$/m.exec(frame)?.[1] ?? last;
+        runId ??= /"id":"(run_[^"]+)"/.exec(frame)?.[1];
+        if (answeredMs !== undefined || last !== 'response.output_text.delta') continue;
         const sent = performance.now();
-        const answer = JSON.parse(await expectOk(await fetch(`${s.api}/api/v2/runs/${id}/cancel`, { method: 'POST', headers: s.auth }), 'POST /api/v2/runs/{id}/cancel')) as { status?: string };
+        const answer = JSON.parse(await expectOk(await fetch(`${s.api}/api/v2/runs/${runId}/cancel`, { method: 'POST', headers: s.auth }), 'POST /api/v2/runs/{id}/cancel')) as { status?: string };
         answeredMs = performance.now() - sent;
         if (answer.status !== 'cancelled') throw new Error(`the cancel answered with the run ${answer.status}`);
       }
-      if (answeredMs === undefined || !seen.includes('event: response.cancelled')) throw new Error('the stream ended without a cancel');
+      if (answeredMs === undefined || last !== 'response.cancelled') throw new Error(`the stream ended with ${last ?? 'nothing'}, not a cancel`);
       return answeredMs;
     },
     async authGet() {
