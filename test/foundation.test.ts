@@ -47,6 +47,12 @@ describe('the vertical slice: POST /api/v2/responses', () => {
       expect(description.status.name).toBe('COMPLETED');
       expect(description.searchAttributes).toMatchObject({ WorkspaceId: [t.workspace], AgentId: [t.agent], Kind: ['response'] });
       expect(await description.memo).toEqual({ request_id: res.body.request_id, trace_id: res.body.trace_id, agent: t.agent, agent_version: 1, metadata: { order: 7 } });
+      // An operator finds it by its workspace (the dev server caches the search attributes it is started with).
+      const found = await until(async () => {
+        for await (const w of client.workflow.list({ query: `WorkspaceId = '${t.workspace}' AND Kind = 'response'` })) return w.workflowId;
+        return undefined;
+      }, 'the run listed by its workspace');
+      expect(found).toBe(res.body.id);
     } finally {
       await client.connection.close();
     }
