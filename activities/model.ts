@@ -6,6 +6,7 @@ import { itemText, type Attachment, type Deadline, type OutputItem, type Respons
 import { estimateTokens, type Usage } from '../domain/usage';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';
+import { DeltaWindow } from './deltaWindow';
 import { watchCancel } from './cancelNotices';
 import { CANCEL_CONFIRM_FIRST_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
 import { recentMessages } from '../db/messages';
@@ -139,6 +140,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
   const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge });
   if (input.stream && attempt > 1) await resetStreamedCall(events, input, attempt, messages, deltaType);
   let streamed = '';
+  const deltas = new DeltaWindow((delta) => events.emit(deltaType, { id: input.runId, call: input.call, attempt, delta }));
   const notice = watchCancel(input.runId);
   const signal = AbortSignal.any([callSignal(input.deadline), notice.signal]);
   try {
@@ -155,7 +157,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
       ...(input.stream && {
         onTextDelta: (delta: string) => {
           streamed += delta;
-          events.emit(deltaType, { id: input.runId, call: input.call, attempt, delta });
+          deltas.push(delta);
         },
       }),
     });
@@ -187,6 +189,8 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
     }
     throw err;
   } finally {
+    // Before the call's outcome, so every delta precedes the events that follow it.
+    deltas.close();
     notice.release();
     await events.flush();
   }

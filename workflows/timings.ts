@@ -36,6 +36,15 @@ export const HEARTBEAT_INTERVAL_MS = MODEL_HEARTBEAT_TIMEOUT_MS / 2;
  */
 export const CANCEL_CONFIRM_FIRST_MS = 100;
 
+/**
+ * A streamed call sends a provider's chunk at once when none went in the last this-many ms, and
+ * otherwise sends what came meanwhile as one delta at the end of that time: a real model's chunks come
+ * 10-50 ms apart, and each delta is a stream entry, a notice, a read and an event-stream frame, in the
+ * worker, Redis, the API and the client alike (activities/deltaWindow.ts). The first delta of a reply,
+ * and every chunk of a slow one, go at once.
+ */
+export const DELTA_WINDOW_MS = 50;
+
 /** The outbox dispatcher's pass heartbeats from its loop at most this often; its heartbeat timeout is twice it. */
 export const DISPATCH_HEARTBEAT_INTERVAL_MS = 5_000;
 
