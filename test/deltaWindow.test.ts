@@ -32,7 +32,7 @@ describe('a streamed reply’s delta window', () => {
     for (const chunk of ['a', 'b', 'c']) {
       deltas.push(chunk);
       expect(sent.at(-1)).toBe(chunk);
-      // A quiet window closes; two make sure the one after a send has passed too.
+      // Past the window its send opened, which closes quiet: the next chunk finds none open.
       jest.advanceTimersByTime(100);
     }
     expect(sent).toEqual(['a', 'b', 'c']);

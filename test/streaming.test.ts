@@ -23,13 +23,13 @@ const CHUNKS = ['Hel', 'lo, ', 'wor', 'ld.'];
 const events = (fs: Frame[]) => fs.filter((f) => f.event).map((f) => f.event);
 
 /**
- * Started, the reply's chunks as deltas, then one terminal event. Chunks that come close together
+ * Started, the reply's chunks as deltas, then completed. Chunks that come close together
  * join into one delta (activities/deltaWindow.ts), so how many deltas there are depends on when the
  * chunks arrived: the first goes at once, and all of them join to the reply.
  */
-function expectStreamed(fs: Frame[], delta: string, chunks: string[], terminal = 'response.completed'): void {
+function expectStreamed(fs: Frame[], delta: string, chunks: string[]): void {
   const middle = fs.slice(1, -1);
-  expect([fs[0].event, fs.at(-1)!.event]).toEqual(['response.started', terminal]);
+  expect([fs[0].event, fs.at(-1)!.event]).toEqual(['response.started', 'response.completed']);
   expect(middle.map((f) => f.event)).toEqual(middle.map(() => delta));
   expect(middle[0].data.delta).toBe(chunks[0]);
   expect(middle.map((f) => f.data.delta).join('')).toBe(chunks.join(''));
