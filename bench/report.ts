@@ -157,7 +157,7 @@ const FAIRNESS = [
   '  the same queues; both share the same two cores with everything else.',
   'growth: c1, one warm-up then the samples; a conversation sample gets a fresh conversation filled with its prior messages',
   '  in one statement (untimed), then one message is posted (memory on); a stream sample reads a streamed answer whose',
-  '  stub reply writes that many deltas at once, to its terminal event.',
+  '  stub reply writes that many deltas at once (the client reads them joined in 50 ms windows), to its terminal event.',
   'ingestion: one 10 MB plain-text document (generated prose), from POST /knowledge/ingestions to its record reading',
   '  completed (polled every 20 ms): extraction, chunking, indexing and the switch, on the one service worker.',
   'retrieval overhead: p50 of runs of an agent with knowledge (its collection holds that document) minus p50 of runs',
