@@ -19,6 +19,8 @@ export interface OpenLoopFigures {
   rate_per_s: number;
   seconds: number;
   run_ms: number;
+  /** Chunks in each run's reply. */
+  chunks: number;
   runs: number;
   failures: number;
   first_error?: string;
@@ -117,6 +119,7 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
     rate_per_s: o.rate,
     seconds: o.seconds,
     run_ms: o.chunks * o.waitMs,
+    chunks: o.chunks,
     runs: o.rate * o.seconds,
     failures,
     ...(firstError && { first_error: firstError }),
@@ -130,6 +133,14 @@ export async function openLoop(s: Stack, o: { rate: number; seconds: number } & 
     temporal_per_run: temporalPerRun,
     usage,
   };
+}
+
+/** CPU each process group spent per run of an open loop, as `name ms, …`. */
+export function cpuPerRun(o: OpenLoopFigures): string {
+  return Object.entries(o.usage.cpuMs)
+    .filter(([, ms]) => ms > 0)
+    .map(([name, ms]) => `${name} ${(ms / o.runs).toFixed(1)}`)
+    .join(', ');
 }
 
 export interface OpenStreamsFigures {

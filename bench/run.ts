@@ -12,7 +12,7 @@ import { Children, LOG_DIR } from './processes';
 import { report, reportInflight, reportRealModel, type InflightMeasured, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
 import { BenchStub } from './stubProvider';
-import { heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
+import { cpuPerRun, heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
 import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 
 /**
@@ -45,6 +45,7 @@ const SETTINGS = QUICK
       statementRuns: 50,
       get: { concurrency: 32, warmupMs: 500, durationMs: 2500 },
       inflight: { rate: 20, seconds: 15, chunks: 20, waitMs: 500 },
+      fastStreams: { rate: 2, seconds: 10, chunks: 500, waitMs: 20 },
       openStreams: { count: 500, chunks: 10, waitMs: 1000 },
       batch: { runs: 300, ms: 5000 },
       inflightScaleOut: { runs: 400, ms: 10_000, slots: 200 },
@@ -59,6 +60,8 @@ const SETTINGS = QUICK
       get: { concurrency: 32, warmupMs: 3000, durationMs: 15_000 },
       // 600 in flight at steady state: 20 arrivals a second, each run 30 s long.
       inflight: { rate: 20, seconds: 60, chunks: 20, waitMs: 1500 },
+      // As a real model streams: 50 chunks a second for 30 s, 60 runs in flight.
+      fastStreams: { rate: 2, seconds: 30, chunks: 1500, waitMs: 20 },
       openStreams: { count: 2000, chunks: 10, waitMs: 2000 },
       batch: { runs: 300, ms: 5000 },
       inflightScaleOut: { runs: 600, ms: 20_000, slots: 300 },
@@ -68,21 +71,23 @@ const SETTINGS = QUICK
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
 
 async function inflight(s: Stack): Promise<InflightMeasured> {
-  const { openStreams: streams, batch: b } = SETTINGS;
+  const { openStreams: streams, batch: b, fastStreams: f } = SETTINGS;
   const o = { ...SETTINGS.inflight, rate: INFLIGHT_RATE ?? SETTINGS.inflight.rate };
   log(`inflight: open loop, ${o.rate} streamed runs a second for ${o.seconds} s, each ${o.chunks} deltas ${o.waitMs} ms apart (${(o.rate * o.chunks * o.waitMs) / 1000} in flight at steady state)`);
   const openLoopFigures = await openLoop(s, o);
   const { first_delta_overhead_ms: fd, call_delay_ms: cd } = openLoopFigures;
   log(`inflight: first-delta overhead p50 ${fd.p50} ms, p99 ${fd.p99} ms (before the provider call: p50 ${cd.p50} ms, p99 ${cd.p99} ms), ${openLoopFigures.failures} failed`);
-  const perRun = Object.entries(openLoopFigures.usage.cpuMs).filter(([, ms]) => ms > 0).map(([name, ms]) => `${name} ${(ms / openLoopFigures.runs).toFixed(1)}`);
   log(`inflight: slowest call delay of the runs arriving in each 5 s: ${openLoopFigures.call_delay_max_by_5s.join(', ')} ms`);
-  log(`inflight: CPU ms per run: ${perRun.join(', ')}`);
+  log(`inflight: CPU ms per run: ${cpuPerRun(openLoopFigures)}`);
   for (const { run, call_delay_ms } of openLoopFigures.slowest) log(`  ${run} waited ${call_delay_ms} ms for its call; its history (ms from start): ${await timeline(run).catch((err) => String(err))}`);
+  log(`fast streams: open loop, ${f.rate} streamed runs a second for ${f.seconds} s, each ${f.chunks} chunks ${f.waitMs} ms apart, as a real model streams`);
+  const fastFigures = await openLoop(s, f);
+  log(`fast streams: CPU ms per run: ${cpuPerRun(fastFigures)}`);
   log(`inflight: ${streams.count} streams opened at once, each ${streams.chunks} deltas ${streams.waitMs} ms apart; the API's Redis connections counted while they are open`);
   const streamFigures = await openStreams(s, streams.count, streams);
   log(`inflight: ${b.runs} plain runs of ${b.ms / 1000} s posted at once`);
   const batchFigures = await plainBatch(s, b.runs, b.ms);
-  if (!INFLIGHT_ONLY) return { openLoop: openLoopFigures, openStreams: streamFigures, batch: batchFigures };
+  if (!INFLIGHT_ONLY) return { openLoop: openLoopFigures, fastStreams: fastFigures, openStreams: streamFigures, batch: batchFigures };
   // Last: it replaces the service worker.
   const { runs, ms, slots } = SETTINGS.inflightScaleOut;
   const held = async (workers: number) => {
@@ -91,7 +96,7 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
     return heldAtOnce(s, runs, ms);
   };
   const one = await held(1);
-  return { openLoop: openLoopFigures, openStreams: streamFigures, batch: batchFigures, scaleOut: scaleOutFigures(runs, ms, one, await held(2)) };
+  return { openLoop: openLoopFigures, fastStreams: fastFigures, openStreams: streamFigures, batch: batchFigures, scaleOut: scaleOutFigures(runs, ms, one, await held(2)) };
 }
 
 async function measure(s: Stack, children: Children): Promise<Measured> {
