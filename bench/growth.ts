@@ -75,12 +75,9 @@ export async function growthCurves(s: Stack, samples: number): Promise<GrowthFig
           const sent = Array.from({ length: size }, (_, i) => `w${i} `).join('');
           let text = '';
           let last: string | undefined;
-          for await (const { frame } of timedFrames(await post('/api/v2/responses', { agent: s.agent, input: `Say hello. ${deltasTag(size)}`, stream: true }))) {
-            const type = /^event: (.+)$/m.exec(frame)?.[1];
-            // Frames without an event line are keep-alive comments.
-            if (!type) continue;
-            last = type;
-            if (type === 'response.output_text.delta') text += (JSON.parse(/^data: (.+)$/m.exec(frame)![1]) as { delta: string }).delta;
+          for await (const { frame, event } of timedFrames(await post('/api/v2/responses', { agent: s.agent, input: `Say hello. ${deltasTag(size)}`, stream: true }))) {
+            last = event ?? last;
+            if (event === 'response.output_text.delta') text += (JSON.parse(/^data: (.+)$/m.exec(frame)![1]) as { delta: string }).delta;
           }
           if (last !== 'response.completed' || text !== sent) throw new Error(`a ${size}-delta stream ended ${last} with ${text.length} of its ${sent.length} characters`);
         }),

@@ -60,11 +60,10 @@ async function streamedRun(s: Stack, shape: RunShape): Promise<{ firstDeltaMs: n
   let firstDeltaAt: number | undefined;
   const terminals: string[] = [];
   let runId = '';
-  for await (const { frame, at } of timedFrames(res)) {
-    const type = /^event: (.+)$/m.exec(frame)?.[1];
-    if (type === 'response.output_text.delta') firstDeltaAt ??= at;
-    if (type === 'response.started') runId = /"id":"(run_[^"]+)"/.exec(frame)?.[1] ?? '';
-    if (type === 'response.completed' || type === 'response.failed' || type === 'response.cancelled') terminals.push(type);
+  for await (const { frame, at, event } of timedFrames(res)) {
+    if (event === 'response.output_text.delta') firstDeltaAt ??= at;
+    if (event === 'response.started') runId = /"id":"(run_[^"]+)"/.exec(frame)?.[1] ?? '';
+    if (event === 'response.completed' || event === 'response.failed' || event === 'response.cancelled') terminals.push(event);
   }
   if (terminals.length !== 1 || terminals[0] !== 'response.completed' || firstDeltaAt === undefined) throw new Error(`stream ended with ${terminals.join(', ') || 'no terminal event'}`);
   const firstChunkAt = s.stub.takeFirstChunkAt(token) ?? NaN;

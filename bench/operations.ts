@@ -15,25 +15,14 @@ export async function expectOk(res: Response, what: string, status = 200): Promi
 
 /** Reads an event stream to its end: the event types in order, and when the first text delta arrived. */
 export async function readEvents(res: Response): Promise<{ events: string[]; firstDeltaAt?: number }> {
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
   const events: string[] = [];
-  let buffer = '';
   let firstDeltaAt: number | undefined;
-  for (;;) {
-    const { done, value } = await reader.read();
-    const at = performance.now();
-    if (done) return { events, firstDeltaAt };
-    buffer += decoder.decode(value, { stream: true });
-    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-      const type = /^event: (.+)$/m.exec(buffer.slice(0, end))?.[1];
-      buffer = buffer.slice(end + 2);
-      // Frames without an event line are keep-alive comments.
-      if (!type) continue;
-      events.push(type);
-      if (type === 'response.output_text.delta') firstDeltaAt ??= at;
-    }
+  for await (const { event, at } of timedFrames(res)) {
+    if (!event) continue;
+    events.push(event);
+    if (event === 'response.output_text.delta') firstDeltaAt ??= at;
   }
+  return { events, firstDeltaAt };
 }
 
 /** The measured operations; each throws unless it got the success it expects. */
@@ -74,8 +63,8 @@ export function operations(s: Stack): Record<'floor' | 'run' | 'stream' | 'cance
       let runId: string | undefined;
       let answeredMs: number | undefined;
       let last: string | undefined;
-      for await (const { frame } of timedFrames(res)) {
-        last = /^event: (.+)$/m.exec(frame)?.[1] ?? last;
+      for await (const { frame, event } of timedFrames(res)) {
+        last = event ?? last;
         runId ??= /"id":"(run_[^"]+)"/.exec(frame)?.[1];
         if (answeredMs !== undefined || last !== 'response.output_text.delta') continue;
         const sent = performance.now();

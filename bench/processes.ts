@@ -134,7 +134,9 @@ function pidsByComm(): Map<string, number[]> {
       }
       commOf.set(pid, comm);
     }
-    byComm.set(comm, [...(byComm.get(comm) ?? []), pid]);
+    const pids = byComm.get(comm);
+    if (pids) pids.push(pid);
+    else byComm.set(comm, [pid]);
   }
   return byComm;
 }

@@ -31,8 +31,9 @@ export const HEARTBEAT_INTERVAL_MS = MODEL_HEARTBEAT_TIMEOUT_MS / 2;
  * comes only with a heartbeat's answer once the run's workflow has asked for it (a workflow task after
  * the API's cancel, tens of milliseconds): the call asks at once, then after this and twice as long
  * each time, not at its next regular heartbeat (POST /runs/{id}/cancel of a streamed run answered in
- * 4.0 s at p50, now 0.14 s: the bench's `cancel answered`). A worker sends heartbeats no more often than this (its throttle, workers/worker.ts);
- * regular heartbeats are far apart, so it holds none of them back.
+ * 4.0 s at p50, now 0.14 s: the bench's `cancel answered`). A worker sends heartbeats no more often
+ * than this (its throttle, workers/worker.ts); regular heartbeats are far apart, so it holds none of
+ * them back.
  */
 export const CANCEL_CONFIRM_FIRST_MS = 100;
 
