@@ -79,7 +79,7 @@ describe('a real model server', () => {
     expect(status.body.usage.output_tokens).toBeGreaterThanOrEqual(deltas.length);
   });
 
-  it('answers ten json_schema runs with JSON that fits the schema, each at the first call', async () => {
+  it('answers ten json_schema runs with JSON that fits the schema, each without a repair call', async () => {
     // Room for the most whitespace the server's JSON grammar lets the model put between the tokens.
     const t = await realTenant(256);
     const format = {
@@ -102,9 +102,11 @@ describe('a real model server', () => {
       expect(['positive', 'negative', 'neutral']).toContain(res.body.output[0].json.sentiment);
       expect(typeof res.body.output[0].json.recommended).toBe('boolean');
     }
-    // No repair call: the schema reached the server, which held the model to it.
+    // No repair call: the schema reached the server, which held the model to it. An attempt cut off
+    // and retried is not a repair (seen once in CI on a loaded machine: 5 of 15 requests cut off, the
+    // runs all answered): every answer came from one call that finished.
     const sent = await providerRequests(t.model);
-    expect(sent).toHaveLength(10);
+    expect(sent.filter((request) => !request.aborted)).toHaveLength(10);
     for (const request of sent) expect(request.body.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'review', schema: format.schema, strict: true } });
   });
 });
