@@ -6,17 +6,35 @@ import { HEARTBEAT_INTERVAL_MS } from '../workflows/timings';
 /**
  * Heartbeats every interval while a cancellable activity runs, so that no step of it (its bookkeeping
  * included) outlasts the heartbeat timeout unnoticed, and a cancellation reaches it. None at its start:
- * the server counts the timeout from then, and each heartbeat is a request and a write of the
- * workflow's state, which a call shorter than one interval (most of them) is spared.
+ * each heartbeat is a request and a write of the workflow's state, which a call shorter than one
+ * interval (most of them) is spared.
  */
 export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
   const ctx = Context.current();
-  const timer = setInterval(() => ctx.heartbeat(), HEARTBEAT_INTERVAL_MS);
+  let timer: NodeJS.Timeout;
+  const beat = () => {
+    ctx.heartbeat();
+    timer = setTimeout(beat, HEARTBEAT_INTERVAL_MS);
+  };
+  timer = setTimeout(beat, firstHeartbeatIn(ctx));
   try {
     return await work();
   } finally {
-    clearInterval(timer);
+    clearTimeout(timer);
   }
+}
+
+/**
+ * The server counts the heartbeat timeout from the attempt's start, which for a call dispatched
+ * eagerly (in the answer to the workflow task that scheduled it) is when it was scheduled, however
+ * long its code then waited for this busy process: the first heartbeat comes one interval after the
+ * scheduling, at once if the code started later than that, so a slow start never times the call out
+ * and sends it to its provider twice. A call that waited in Temporal's queue instead heartbeats
+ * sooner than it needs to. Never later than one interval from now (a clock behind the server's).
+ */
+function firstHeartbeatIn(ctx: Context): number {
+  const sinceScheduled = Date.now() - ctx.info.currentAttemptScheduledTimestampMs;
+  return Math.min(HEARTBEAT_INTERVAL_MS, Math.max(0, HEARTBEAT_INTERVAL_MS - sinceScheduled));
 }
 
 /**

@@ -11,10 +11,13 @@ afterEach(() => jest.useRealTimers());
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** An activity environment, and when each of its heartbeats came (ms from now), filled on as they come. */
-function heartbeatClock(): { env: MockActivityEnvironment; at: number[] } {
+/**
+ * An activity environment whose attempt Temporal scheduled `scheduledAgoMs` ago, and when each of its
+ * heartbeats came (ms from now), filled on as they come.
+ */
+function heartbeatClock(scheduledAgoMs = 0): { env: MockActivityEnvironment; at: number[] } {
   // Quiet: an attempt failed on purpose is not news.
-  const env = new MockActivityEnvironment(undefined, { logger: new DefaultLogger('ERROR') });
+  const env = new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: Date.now() - scheduledAgoMs }, { logger: new DefaultLogger('ERROR') });
   const started = Date.now();
   const at: number[] = [];
   env.on('heartbeat', () => at.push(Date.now() - started));
@@ -22,8 +25,8 @@ function heartbeatClock(): { env: MockActivityEnvironment; at: number[] } {
 }
 
 /** Runs work lasting `ms` inside heartbeating() in an activity context: when each heartbeat came. */
-async function heartbeatsOf(ms: number): Promise<number[]> {
-  const { env, at } = heartbeatClock();
+async function heartbeatsOf(ms: number, scheduledAgoMs = 0): Promise<number[]> {
+  const { env, at } = heartbeatClock(scheduledAgoMs);
   const done = env.run(() => heartbeating(() => pause(ms)));
   await jest.advanceTimersByTimeAsync(ms);
   await done;
@@ -40,6 +43,17 @@ describe('a cancellable activity', () => {
     expect(at).toEqual([HEARTBEAT_INTERVAL_MS, 2 * HEARTBEAT_INTERVAL_MS]);
     await jest.advanceTimersByTimeAsync(5 * HEARTBEAT_INTERVAL_MS);
     expect(at).toHaveLength(2);
+  });
+
+  it('counts its first interval from when Temporal scheduled it: a call whose code started late is not timed out', async () => {
+    // Dispatched eagerly, a call is started (its heartbeat timeout running) when it is scheduled.
+    expect(await heartbeatsOf(HEARTBEAT_INTERVAL_MS, 2_000)).toEqual([HEARTBEAT_INTERVAL_MS - 2_000]);
+    // Its code began more than an interval late: a heartbeat at once, then one per interval.
+    expect(await heartbeatsOf(HEARTBEAT_INTERVAL_MS + 300, 7_000)).toEqual([0, HEARTBEAT_INTERVAL_MS]);
+  });
+
+  it('never waits longer than an interval for its first heartbeat, whatever the clocks say', async () => {
+    expect(await heartbeatsOf(HEARTBEAT_INTERVAL_MS + 300, -60_000)).toEqual([HEARTBEAT_INTERVAL_MS]);
   });
 });
 

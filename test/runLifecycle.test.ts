@@ -220,8 +220,8 @@ describe('a run whose first reply is final', () => {
     expect((await pending).body).toMatchObject({ id, status: 'cancelled' });
     expect(await runStatus(id)).toBe('cancelled');
     // The reply is released long before Temporal's cancel can reach the call (its first heartbeat goes
-    // 1 s in, the next 8 s later) on all but a badly stalled machine; either way the run ends as the
-    // cancel asked. Whether the stub has seen the connection close yet is not a thing to assert on.
+    // 5 s after the call was scheduled) on all but a badly stalled machine; either way the run ends as
+    // the cancel asked. Whether the stub has seen the connection close yet is not a thing to assert on.
   });
 
   it('a retried first call whose earlier attempt settled the run answers with that settlement and calls no model', async () => {

@@ -19,10 +19,11 @@ export const MAX_RUN_TIMEOUT_MS = 120_000;
 export const MODEL_HEARTBEAT_TIMEOUT_MS = 10_000;
 
 /**
- * Cancellable activities heartbeat this often while they run, the first time one interval in: half a
- * model call's heartbeat timeout leaves the other half for a heartbeat to reach a loaded server (at 0.8
- * of it, the SDK's default, a call was retried for a late heartbeat and reached its provider twice). A
- * call shorter than one interval sends none.
+ * Cancellable activities heartbeat this often while they run, the first time one interval after
+ * Temporal scheduled them (activities/bounded.ts says why): half a model call's heartbeat timeout
+ * leaves the other half for a heartbeat to reach a loaded server (at 0.8 of it, the SDK's default, a
+ * call was retried for a late heartbeat and reached its provider twice). A call shorter than one
+ * interval sends none.
  */
 export const HEARTBEAT_INTERVAL_MS = MODEL_HEARTBEAT_TIMEOUT_MS / 2;
 
