@@ -46,9 +46,10 @@ describe('an API instance stopped by SIGTERM mid-stream (a deploy)', () => {
   it('fails readiness first, ends the stream without cancelling the run, and the client resumes on another instance', async () => {
     const t = await tenant({ scopes: ['responses:create'] });
     const chunks = ['one ', 'two ', 'three ', 'four ', 'five ', 'six'];
-    // The rest of the reply (10 s) outlasts the drain (3 s) by far, however late the process's timers fire.
-    await scriptModel(t.model, [{ chunks, chunkDelayMs: 2000 }]);
-    const doomed = await apiProcess({ SHUTDOWN_DELAY_MS: '3000' });
+    // The rest of the reply (15 s) outlasts the drain (6 s) by far, however late the process's timers
+    // fire; the drain leaves a loaded machine seconds to see readiness fail before the listener closes.
+    await scriptModel(t.model, [{ chunks, chunkDelayMs: 3000 }]);
+    const doomed = await apiProcess({ SHUTDOWN_DELAY_MS: '6000' });
 
     const before: Frame[] = [];
     const stream = await openStream(doomed.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'count', stream: true });
@@ -112,7 +113,8 @@ describe('an API process that hosts runs (RUNS_IN_API)', () => {
   it('drains on SIGTERM: a run in flight on its worker finishes there and its request is answered', async () => {
     const t = await tenant({ scopes: ['responses:create'] });
     await scriptModel(t.model, [{ text: 'slow but sure', hold: true }]);
-    const { url, child } = await apiProcess({ RUNS_IN_API: '1', SHUTDOWN_DELAY_MS: '3000' });
+    // A long drain: readiness fails for its whole length, however late the test sees it.
+    const { url, child } = await apiProcess({ RUNS_IN_API: '1', SHUTDOWN_DELAY_MS: '10000' });
     const answer = call(url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'take your time' } });
     await callsHeld(t.model, 1, 'the model call to start');
     child.kill('SIGTERM');

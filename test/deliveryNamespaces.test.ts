@@ -163,9 +163,10 @@ describe('a payload key changed and the old one dropped', () => {
     const { partner, merchant } = await fixture(['partner', `${receiver.url}/rekey`], { PAYLOAD_ENCRYPTION_KEYS: second });
     const emit = (n: number) => fixture(['emit', partner, JSON.stringify(merchant), String(n)]);
     const queues = ['webhooks', 'background'];
-    // A delivery in flight across the change: its first attempt fails, and its retry (2 s later) comes after it.
+    // A delivery in flight across the change: its first attempt fails, and its retry comes after it
+    // (20 s later: long enough that the old worker is gone by then, however loaded the machine).
     receiver.script('/rekey', [{ status: 500 }, { status: 200 }]);
-    const before = startWorker(REKEY, { PAYLOAD_ENCRYPTION_KEYS: `${first},${second}`, WEBHOOK_RETRY_DELAYS_MS: '2000', WEBHOOK_DISABLE_AFTER_S: '3600' }, queues);
+    const before = startWorker(REKEY, { PAYLOAD_ENCRYPTION_KEYS: `${first},${second}`, WEBHOOK_RETRY_DELAYS_MS: '20000', WEBHOOK_DISABLE_AFTER_S: '3600' }, queues);
     // A completed run leaves its result, sealed with the first key, for the Schedule's next run to start with.
     await reconcilerRunCompletes();
     await emit(1);

@@ -34,7 +34,8 @@ describe('in-flight capacity', () => {
     const t = await tenant({ credits: 100_000_000 });
     // Twice as many replies as calls: a call retried on a starved machine (its heartbeat late) takes one, and counts in place of the one it gave up.
     await scriptModel(t.model, Array.from({ length: 600 }, () => ({ text: 'together', together: 300 })));
-    const answers = await Promise.all(Array.from({ length: 300 }, () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } })));
+    // The longest timeout_ms: no call is answered before the 300th arrives, however slowly a loaded machine starts them.
+    const answers = await Promise.all(Array.from({ length: 300 }, () => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi', timeout_ms: 120_000 } })));
     expect(answers.filter((a) => a.status === 200 && a.body.status === 'completed').length).toBe(300);
     // Each run's requests carry its trace id: all 300 runs' calls reached the provider.
     const requests = await providerRequests(t.model);

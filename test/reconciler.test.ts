@@ -9,7 +9,7 @@ import { startRun } from '../workflows/agentRun.client';
 import { reconcileNow, RECONCILE_SCHEDULE_ID } from '../workflows/reconcileRuns.client';
 import { insertJob, jobById, jobCounts } from '../db/jobs';
 import { mintId } from '../domain/ids';
-import { closeAll, providerRequests, runInputFor, scriptModel, tenant, until } from './support/stack';
+import { callsHeld, closeAll, runInputFor, scriptModel, tenant, until } from './support/stack';
 
 let client: Client;
 beforeAll(async () => {
@@ -47,10 +47,12 @@ describe('the reconciler', () => {
 
   it('settles a run whose workflow an operator terminated: a terminal status, one ledger line, one terminal event', async () => {
     const t = await tenant();
-    await scriptModel(t.model, [{ chunks: ['never ', 'finished'], chunkDelayMs: 5000 }]);
+    // Held, never released: the call can end only by the terminate (Temporal's answer to its next
+    // heartbeat), never by settling the run itself while a loaded machine is slow to reconcile.
+    await scriptModel(t.model, [{ text: 'never finished', hold: true }]);
     const input = await runInputFor(t, { options: { stream: true } });
     const handle = await startRun(client, input);
-    await until(async () => ((await providerRequests(t.model)).length === 1 ? true : undefined), 'the model call');
+    await callsHeld(t.model, 1, 'the model call');
     expect((await recorded(input.runId)).status).toBe('running');
 
     await handle.terminate('an operator stopped it');
