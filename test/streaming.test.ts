@@ -3,7 +3,7 @@ import { resetConfig } from '../infra/config';
 import { runEventsKey } from '../domain/streamEvents';
 import { redis } from '../db/redis';
 import { db } from '../db/sequelize';
-import { call, closeAll, providerRequests, releaseHeld, scriptModel, startApi, tenant, type Tenant, until } from './support/stack';
+import { call, callsHeld, closeAll, providerRequests, releaseHeld, scriptModel, startApi, tenant, type Tenant, until } from './support/stack';
 import { allFrames, frames, openStream, TERMINALS, type Frame } from './support/sse';
 
 let api: { url: string; close(): Promise<void> };
@@ -99,13 +99,17 @@ describe('streaming', () => {
 
   it('sends keep-alive comments while the run is quiet', async () => {
     const t = await tenant({ scopes: SCOPES });
-    // Held until two keep-alives have come: the run stays quiet for as long as that takes.
+    // Held until two keep-alives have come (and the call has reached the provider, to be released):
+    // the run stays quiet for as long as that takes.
     await scriptModel(t.model, [{ text: 'eventually', hold: true }]);
     const res = await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true });
     const fs: Frame[] = [];
     for await (const frame of frames(res)) {
       fs.push(frame);
-      if (fs.filter((f) => f.comment === 'keep-alive').length === 2 && frame.comment === 'keep-alive') await releaseHeld(t.model);
+      if (frame.comment === 'keep-alive' && fs.filter((f) => f.comment === 'keep-alive').length === 2) {
+        await callsHeld(t.model, 1, 'the call to be held');
+        await releaseHeld(t.model);
+      }
     }
     expect(fs.filter((f) => f.comment === 'keep-alive').length).toBeGreaterThanOrEqual(2);
     expect(events(fs).at(-1)).toBe('response.completed');
