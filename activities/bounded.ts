@@ -30,7 +30,8 @@ export async function heartbeating<T>(work: () => Promise<T>): Promise<T> {
  * long its code then waited for this busy process: the first heartbeat comes one interval after the
  * scheduling, at once if the code started later than that, so a slow start never times the call out
  * and sends it to its provider twice. A call that waited in Temporal's queue instead heartbeats
- * sooner than it needs to. Never later than one interval from now (a clock behind the server's).
+ * sooner than it needs to. Never later than one interval from now (a clock behind the server's); a
+ * clock ahead of it makes the first heartbeat sooner (NTP keeps hosts within milliseconds).
  */
 function firstHeartbeatIn(ctx: Context): number {
   const sinceScheduled = Date.now() - ctx.info.currentAttemptScheduledTimestampMs;
