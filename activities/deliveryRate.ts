@@ -31,8 +31,9 @@ const CLEAN_PER_ASK = 200;
  * KEYS: the bucket (tokens, and the merchant promised the next one); `waiting` (merchant with held
  * deliveries → its last ask); `credit` (per merchant: credit, when it was counted, when last
  * admitted); `turns` (merchant with held deliveries → when last admitted: the order in which they
- * get free tokens). ARGV: rate, merchant, delivery, the key prefix of the merchants' queues. All keys
- * share the partner's hash tag: one slot on a Redis Cluster.
+ * get free tokens). ARGV: rate, merchant, delivery, the key prefix of the merchants' queues, and a time
+ * to count from instead of Redis's (empty but in tests, which play deliveries out on a clock of their
+ * own). All keys share the partner's hash tag: one slot on a Redis Cluster.
  */
 const ADMIT_SCRIPT = `
 local rate = tonumber(ARGV[1])
@@ -40,8 +41,11 @@ local merchant = ARGV[2]
 local delivery = ARGV[3]
 local queue = ARGV[4] .. merchant
 local due = queue .. ':due'
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = tonumber(ARGV[5])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 
 local function leave(m)
   redis.call('ZREM', KEYS[2], m)
@@ -127,12 +131,13 @@ const SCRIPT_FAILED_WAIT_MS = 5_000;
 /**
  * Asks for one attempt of a delivery to a partner. When Redis cannot be reached the attempt goes
  * ahead: holding deliveries back protects the partner, and stalling them all would be worse. A
- * script error is a defect, not an outage: the delivery waits and asks again.
+ * script error is a defect, not an outage: the delivery waits and asks again. `nowMs` replaces Redis's
+ * clock, for tests that play a schedule out on a clock of their own.
  */
-export async function admitDelivery(d: { partnerId: number; merchantId: number; deliveryId: string; ratePerSecond: number }): Promise<number> {
+export async function admitDelivery(d: { partnerId: number; merchantId: number; deliveryId: string; ratePerSecond: number; nowMs?: number }): Promise<number> {
   const p = `whrate:{${d.partnerId}}`;
   try {
-    return await withAdmit(redis()).aesWebhookAdmit(4, `${p}:bucket`, `${p}:waiting`, `${p}:credit`, `${p}:turns`, d.ratePerSecond, String(d.merchantId), d.deliveryId, `${p}:queue:`);
+    return await withAdmit(redis()).aesWebhookAdmit(4, `${p}:bucket`, `${p}:waiting`, `${p}:credit`, `${p}:turns`, d.ratePerSecond, String(d.merchantId), d.deliveryId, `${p}:queue:`, d.nowMs ?? '');
   } catch (err) {
     if (err instanceof ReplyError) {
       logger.error({ err, partner: d.partnerId }, 'webhook delivery rate script failed; holding the delivery back');
