@@ -203,7 +203,7 @@ async function main(): Promise<void> {
         if (INFLIGHT_ONLY) reportInflight({ quick: QUICK, settings: SETTINGS, inflight: await inflight(stack) });
         else if (REAL_MODEL_ONLY) reportRealModel(await realModel(stack, children));
         else report(await measure(stack, children));
-        if (PROFILE) log(`CPU profiles of the API and the worker are written to ${PROFILE_DIR} as they stop`);
+        if (PROFILE) log(`CPU profiles of the API and the worker are written to ${PROFILE_DIR} as they stop; ${await stack.profileTemporal()}`);
       })(),
     ]);
   } finally {

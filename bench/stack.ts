@@ -9,9 +9,10 @@ import { temporal } from '../infra/temporalClient';
 import { migrate } from '../db/migrate';
 import { closeDb } from '../db/sequelize';
 import { PROJECT_ROOT } from '../infra/projectRoot';
-import { answers, freePort, startDevServer } from '../workers/temporalDevServer';
+import { answers, freePort, startDevServer, TEMPORAL_CLI } from '../workers/temporalDevServer';
 import { Children, ProcessSampler, waitFor } from './processes';
 import { BenchStub } from './stubProvider';
+import { profileGoProcess } from './temporalProfile';
 
 export const FLOOR_QUEUE = 'bench-floor';
 export const PROFILE_DIR = path.join(PROJECT_ROOT, 'bench/results/profiles');
@@ -39,6 +40,8 @@ export interface Stack {
   workerMetrics: string;
   /** The Temporal server's Prometheus metrics (its requests and persistence writes by operation). */
   temporalMetrics: string;
+  /** With `profile`: stops sampling the Temporal server and writes where its CPU went; says where, or why there is none. */
+  profileTemporal(): Promise<string>;
   /** Starts a second service worker (as `npm run start:worker` runs it), sampled as worker_2; resolves once it polls agent-runs. */
   addWorker(): Promise<void>;
   /**
@@ -79,11 +82,13 @@ export async function dropDatabase(database: string): Promise<void> {
  * child processes the API, the service worker, the floor worker and a bare Koa app. The service runs
  * with its production defaults (log level included); only the rate limits are raised out of reach.
  * With `profile` the API and the service worker run with --cpu-prof, writing to
- * bench/results/profiles/<name>/ (the worker writes one profile per thread).
+ * bench/results/profiles/<name>/ (the worker writes one profile per thread), and the Temporal server
+ * is sampled by `perf` (bench/temporalProfile.ts).
  */
 export async function startStack(children: Children, stub: BenchStub, database: string, profile: boolean): Promise<Stack> {
   const temporalServer = await startDevServer();
   children.adopt('temporal', temporalServer.process);
+  const temporalProfile = profile ? profileGoProcess(temporalServer.process.pid!, TEMPORAL_CLI, path.join(PROFILE_DIR, 'temporal')) : 'not profiled';
   const stubUrl = await stub.start();
   const [apiPort, bareKoaPort, floorPort, workerMetricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
   // The bench's own modules (migrate, admin commands, the Temporal client) read these. The service
@@ -172,6 +177,9 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     pids: { api: pids.api, worker: pids.worker },
     workerMetrics: `http://127.0.0.1:${workerMetricsPort}/metrics`,
     temporalMetrics: temporalServer.metrics,
+    async profileTemporal() {
+      return typeof temporalProfile === 'string' ? temporalProfile : `where the Temporal server's CPU went: ${await temporalProfile.stop()}`;
+    },
     async addWorker() {
       await polling(service('worker-2', 'start:worker'), 'worker_2');
     },
