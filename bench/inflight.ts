@@ -191,11 +191,26 @@ export interface BatchFigures {
   seconds: number;
   /** The batch's time over one run's length. */
   over_one_run: number;
+  /** As many floor workflows (a no-op activity) posted at once to the floor process, before the batch: what Temporal alone takes to turn them over here. */
+  floor_seconds: number;
 }
 
-/** Closed loop: `count` plain runs, each `ms` long at the provider, posted at once; how long until all are answered. */
+/**
+ * Closed loop: `count` plain runs, each `ms` long at the provider, posted at once; how long until all
+ * are answered. First as many floor workflows at once, which is the batch's lower bound here: the
+ * time Temporal and one process take to start and finish that many workflows that do nothing.
+ */
 export async function plainBatch(s: Stack, count: number, ms: number): Promise<BatchFigures> {
   let failures = 0;
+  const floorStarted = performance.now();
+  await Promise.all(
+    Array.from({ length: count }, async () => {
+      const res = await fetch(s.floor);
+      await res.arrayBuffer();
+      if (!res.ok) failures++;
+    }),
+  );
+  const floorSeconds = (performance.now() - floorStarted) / 1000;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: count }, async () => {
@@ -205,7 +220,7 @@ export async function plainBatch(s: Stack, count: number, ms: number): Promise<B
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { runs: count, run_ms: ms, failures, seconds: Math.round(seconds * 100) / 100, over_one_run: Math.round((seconds * 1000 * 100) / ms) / 100 };
+  return { runs: count, run_ms: ms, failures, seconds: Math.round(seconds * 100) / 100, over_one_run: Math.round((seconds * 1000 * 100) / ms) / 100, floor_seconds: Math.round(floorSeconds * 100) / 100 };
 }
 
 export interface ScaleOutFigures {

@@ -103,7 +103,7 @@ function inflightLines(i: InflightMeasured): string[] {
     `fast streams: ${i.fastStreams.runs} streamed runs of ${i.fastStreams.run_ms / 1000} s, each ${i.fastStreams.chunks} chunks, ${i.fastStreams.rate_per_s}/s for ${i.fastStreams.seconds} s: ${i.fastStreams.failures} failed; first-delta overhead p50 ${i.fastStreams.first_delta_overhead_ms.p50} ms, p99 ${i.fastStreams.first_delta_overhead_ms.p99} ms`,
     `  CPU ms per run: ${cpuPerRun(i.fastStreams)}`,
     `open streams: ${i.openStreams.streams} at once, ${i.openStreams.failures} failed; the API held ${i.openStreams.api_redis_connections} Redis connections; peak RSS api ${mb(i.openStreams.usage, 'api')} MB, worker ${mb(i.openStreams.usage, 'worker')} MB`,
-    `long batch: ${i.batch.runs} plain runs of ${i.batch.run_ms / 1000} s posted at once: all answered in ${i.batch.seconds} s = ${i.batch.over_one_run}x one run (${i.batch.failures} failed)`,
+    `long batch: ${i.batch.runs} plain runs of ${i.batch.run_ms / 1000} s posted at once: all answered in ${i.batch.seconds} s = ${i.batch.over_one_run}x one run (${i.batch.failures} failed); ${i.batch.runs} floor workflows (no-op) at once took ${i.batch.floor_seconds} s`,
     ...(i.scaleOut
       ? [`scale-out: ${i.scaleOut.runs} plain runs of ${i.scaleOut.run_ms / 1000} s at once: one worker process held ${i.scaleOut.one_worker_peak_calls} calls at once, two held ${i.scaleOut.two_workers_peak_calls} (${i.scaleOut.ratio}x; ${i.scaleOut.failures} failed)`]
       : []),

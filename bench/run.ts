@@ -85,7 +85,7 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
   log(`fast streams: CPU ms per run: ${cpuPerRun(fastFigures)}`);
   log(`inflight: ${streams.count} streams opened at once, each ${streams.chunks} deltas ${streams.waitMs} ms apart; the API's Redis connections counted while they are open`);
   const streamFigures = await openStreams(s, streams.count, streams);
-  log(`inflight: ${b.runs} plain runs of ${b.ms / 1000} s posted at once`);
+  log(`inflight: ${b.runs} floor workflows posted at once, then ${b.runs} plain runs of ${b.ms / 1000} s`);
   const batchFigures = await plainBatch(s, b.runs, b.ms);
   if (!INFLIGHT_ONLY) return { openLoop: openLoopFigures, fastStreams: fastFigures, openStreams: streamFigures, batch: batchFigures };
   // Last: it replaces the service worker.
