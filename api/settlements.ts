@@ -11,9 +11,12 @@ import { logger } from '../infra/logger';
  * committing and publishing (its retried call announces again) or this connection was down, or when
  * the workflow ended without settling (timed out, terminated). The asks are describes at growing
  * intervals, not a long poll per waiting run: Temporal bounds concurrent long polls per namespace, and
- * thousands of runs wait at once.
+ * thousands of runs wait at once. The first comes late because runs wait together when the machine is
+ * full: asked at 2 s, every queued run then described its workflow once or more, on the cores the
+ * queue waited for, and a backlog of seconds grew to one of 10-20 s that no longer drained
+ * (docs/performance.md).
  */
-const FIRST_ASK_MS = 2_000;
+const FIRST_ASK_MS = 10_000;
 const LONGEST_ASK_INTERVAL_MS = 30_000;
 
 /** What a run's channel announces: its outcome, or the news that it waits for people (WAITING); its stream's news (STREAM_MOVED) is not an announcement. */
