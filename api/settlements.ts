@@ -13,8 +13,7 @@ import { logger } from '../infra/logger';
  * intervals, not a long poll per waiting run: Temporal bounds concurrent long polls per namespace, and
  * thousands of runs wait at once. The first comes late because runs wait together when the machine is
  * full: asked at 2 s, every queued run then described its workflow once or more, on the cores the
- * queue waited for, and a backlog of seconds grew to one of 10-20 s that no longer drained
- * (docs/performance.md).
+ * queue waited for (docs/performance.md).
  */
 const FIRST_ASK_MS = 10_000;
 const LONGEST_ASK_INTERVAL_MS = 30_000;
