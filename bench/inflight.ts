@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 import { percentiles, type Percentiles } from './load';
-import { expectOk } from './operations';
+import { expectOk, operations } from './operations';
 import type { PhaseUsage } from './processes';
 import type { Stack } from './stack';
 import { slowTag, tokenTag } from './stubProvider';
@@ -202,14 +202,9 @@ export interface BatchFigures {
  */
 export async function plainBatch(s: Stack, count: number, ms: number): Promise<BatchFigures> {
   let failures = 0;
+  const { floor } = operations(s);
   const floorStarted = performance.now();
-  await Promise.all(
-    Array.from({ length: count }, async () => {
-      const res = await fetch(s.floor);
-      await res.arrayBuffer();
-      if (!res.ok) failures++;
-    }),
-  );
+  await Promise.all(Array.from({ length: count }, () => floor().catch(() => failures++)));
   const floorSeconds = (performance.now() - floorStarted) / 1000;
   const started = performance.now();
   await Promise.all(
