@@ -6,6 +6,7 @@ import { itemText, type Attachment, type Deadline, type OutputItem, type Respons
 import { estimateTokens, type Usage } from '../domain/usage';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';
+import { untilAvailable } from './untilAvailable';
 import { DeltaWindow } from './deltaWindow';
 import { watchCancel } from './cancelNotices';
 import { CANCEL_CONFIRM_FIRST_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
@@ -137,7 +138,8 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
   const events = new RunEvents(input.runId);
   const attempt = ctx.info.attempt;
   const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
-  const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history: await loadHistory(input), format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge });
+  const history = await untilAvailable(() => loadHistory(input), input.deadline.at);
+  const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history, format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge });
   if (input.stream && attempt > 1) await resetStreamedCall(events, input, attempt, messages, deltaType);
   let streamed = '';
   const deltas = new DeltaWindow((delta) => events.emit(deltaType, { id: input.runId, call: input.call, attempt, delta }));

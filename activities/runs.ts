@@ -1,10 +1,10 @@
-import { Context } from '@temporalio/activity';
+import { Context, log } from '@temporalio/activity';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
 import { conversational, finalOutput, TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
-import { creditsFor, ledgerLine } from '../domain/billing';
+import { creditsFor, ledgerLine, serviceFault } from '../domain/billing';
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
 import { Outbox } from '../db/outbox';
 import { insertMessage } from '../db/messages';
@@ -15,6 +15,7 @@ import { config } from '../infra/config';
 import { heartbeating } from './bounded';
 import { callModel, recordStartLag, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
+import { untilAvailable } from './untilAvailable';
 import { wakeNextTurn } from './turns';
 import type { PassageRef } from '../domain/knowledge';
 
@@ -123,7 +124,8 @@ export type StartedRun = GenerateResult & { begun: BegunRun; settled?: RunOutcom
 export function startRun(s: StartRun): Promise<StartedRun> {
   recordStartLag(Context.current());
   return heartbeating(async () => {
-    const begun = await beginRun(s.run);
+    // Before the call nothing is lost by waiting: a database failover is waited out within the run's deadline.
+    const begun = await untilAvailable(() => beginRun(s.run), s.call.deadline.at);
     const earlier = s.settle && Context.current().info.attempt > 1 ? await new RunEvents(s.run.runId).completedRun() : undefined;
     // The workflow returns `settled` and reads nothing else of the reply.
     if (earlier) return { text: '', toolCalls: [], usage: ZERO_USAGE, model: '', check: { ok: true, value: '' }, begun, settled: { run: earlier } };
@@ -142,9 +144,12 @@ export function startRun(s: StartRun): Promise<StartedRun> {
       const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, usageEstimated: reply.usageEstimated, model: reply.model, toolNames: [], knowledge: s.settle?.knowledge, unlessCancelRequested: true });
       return { ...reply, begun, settled };
     } catch (err) {
-      // The run was cancelled before the reply came: the workflow settles it cancelled.
-      if (err instanceof CancelRequested) return { ...reply, begun };
-      throw err;
+      // The run was cancelled before the reply came: the workflow settles it cancelled. Any other
+      // failure to settle (the database gone) must not throw the reply away, or a retry would ask the
+      // provider again: the reply goes back in the activity's result, and the workflow settles the run
+      // with it (its settleRun retries until the database is back).
+      if (!(err instanceof CancelRequested)) log.warn('settling in the first call failed: the workflow settles the run with its reply', { runId: s.run.runId, error: String(err) });
+      return { ...reply, begun };
     }
   });
 }
@@ -246,6 +251,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         refused: s.output.some((item) => item.type === 'refusal'),
         usageEstimated: s.usageEstimated ?? false,
         reconciled: s.reconciled ?? false,
+        waived: serviceFault(s.error?.code),
       },
       sql,
     );

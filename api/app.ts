@@ -1,6 +1,8 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { config } from '../infra/config';
+import { setOutageMeter } from '../infra/dependencyOutages';
+import { apiOutageMeter } from '../infra/metrics';
 import { dashboardRouter } from './dashboard/dashboard';
 import { allowedMethods } from './middleware/allowedMethods';
 import { oauthRouter } from './oauth/router';
@@ -75,6 +77,7 @@ export function routeList(): { method: string; path: string; schemas?: Schemas }
 /** The HTTP API: stateless, so any number of instances can serve behind a load balancer. */
 export function createApp(): Koa<AppState> {
   const app = new Koa<AppState>();
+  setOutageMeter(apiOutageMeter);
   let handler: ReturnType<Koa['callback']> | undefined;
   // X-Forwarded-For is read only behind proxies the operator names (TRUST_PROXY_HOPS), and then only
   // the entries they wrote: with none, a client could choose its own address per request and escape

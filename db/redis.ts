@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
 import { config } from '../infra/config';
+import { dependencyAnswered, dependencyFailed } from '../infra/dependencyOutages';
 
 /** Every connection of this process is named after it, so CLIENT LIST tells whose it is. */
 const connectionName = `aes:${process.pid}`;
@@ -12,7 +13,11 @@ let listener: Redis | undefined;
  * commands of concurrent requests issued in one tick as one write, instead of a write each.
  */
 export function redis(): Redis {
-  client ??= new Redis(config().redisUrl, { connectionName, maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: true });
+  if (!client) {
+    client = new Redis(config().redisUrl, { connectionName, maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, enableAutoPipelining: true });
+    // An outage is logged once and counted (infra/dependencyOutages.ts), not once per reconnect.
+    client.on('error', (err) => dependencyFailed('redis', err)).on('ready', () => dependencyAnswered('redis'));
+  }
   return client;
 }
 

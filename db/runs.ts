@@ -106,7 +106,7 @@ const SETTLE = statement(
    ), reserved AS (
      DELETE FROM credit_reservations WHERE run_public_id = $18 AND (SELECT ok FROM go) RETURNING credits
    ), charge AS (
-     SELECT COALESCE((SELECT LEAST($9::bigint, credits) FROM reserved), $9::bigint) AS credits, COALESCE((SELECT credits FROM reserved), 0) AS held
+     SELECT CASE WHEN $24::boolean THEN 0 ELSE COALESCE((SELECT LEAST($9::bigint, credits) FROM reserved), $9::bigint) END AS credits, COALESCE((SELECT credits FROM reserved), 0) AS held
    ), run AS (
      UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now(), reconciled_at = CASE WHEN $23::boolean THEN now() END,
                      held_credits = (SELECT held FROM charge)
@@ -150,6 +150,8 @@ export interface RunSettlement {
   usageEstimated: boolean;
   /** The reconciler settles it (its workflow ended without settling). */
   reconciled: boolean;
+  /** The run failed through the service's fault: charged nothing, its whole cost in the log's uncharged_credits beside the error code. */
+  waived: boolean;
 }
 
 /**
@@ -181,6 +183,7 @@ export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ char
     s.refused,
     s.usageEstimated,
     s.reconciled,
+    s.waived,
   ]);
   return balance;
 }

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
+import { DependencyUnavailable, postgresUnavailable } from '../infra/dependencyErrors';
+import { dependencyAnswered, dependencyFailed } from '../infra/dependencyOutages';
 import { db } from './sequelize';
 
 /**
@@ -38,14 +40,34 @@ function on(client: Client): Sql {
 /** Thrown when a transaction could not be rolled back: its connection must not go back to the pool. */
 class Unusable extends Error {}
 
+/** The server's absence is named as such, so callers can wait it out and the API answer 503 (infra/dependencyErrors.ts). */
+function named(err: unknown): unknown {
+  if (!postgresUnavailable(err)) return err;
+  dependencyFailed('postgres', err);
+  return new DependencyUnavailable('postgres', err);
+}
+
 /** Borrows a connection of the process's one pool (Sequelize's) for `work`, and gives it back. */
 async function borrow<T>(work: (client: Client) => Promise<T>): Promise<T> {
+  let result: T;
+  try {
+    result = await borrowed(work);
+  } catch (err) {
+    throw named(err);
+  }
+  dependencyAnswered('postgres');
+  return result;
+}
+
+async function borrowed<T>(work: (client: Client) => Promise<T>): Promise<T> {
   const manager = db().connectionManager;
   const connection = await manager.getConnection({ type: 'write' });
   let reusable = true;
   try {
     return await work(connection as unknown as Client);
   } catch (err) {
+    // A connection the server dropped is not given back: the next borrower gets a fresh one.
+    if (postgresUnavailable(err)) reusable = false;
     if (!(err instanceof Unusable)) throw err;
     reusable = false;
     throw err.cause;

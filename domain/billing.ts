@@ -2,6 +2,7 @@ import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } 
 import { conversational, REPAIR_ATTEMPTS, type ResponseFormat, type RunInput } from './runs';
 import { MAX_TOOL_ROUNDS, toolSpecs } from './tools';
 import { estimateTokens, type Usage } from './usage';
+import type { ErrorCode } from './errors';
 import { KNOWLEDGE_CONTEXT_TOKENS, knowledgePlan } from './knowledge';
 
 /** The ledger line a run bills to: its channel, or the conversation's when it stated none. */
@@ -12,6 +13,14 @@ export function ledgerLine(channel: string, conversationChannel: string | undefi
 /** One credit per token: the service's unit of usage. */
 export function creditsFor(usage: Usage): number {
   return usage.total_tokens;
+}
+
+/**
+ * Failures that are the service's own (a bug, a dependency of ours down until the deadline): the run
+ * is charged nothing for them, whatever its calls consumed.
+ */
+export function serviceFault(code: ErrorCode | undefined): boolean {
+  return code === 'internal_error' || code === 'service_unavailable';
 }
 
 /**

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { OutageMeter } from './dependencyOutages';
 
 /**
  * The API process's Prometheus metrics, served at GET /metrics: one registry, each metric declared
@@ -66,3 +67,31 @@ export const payloadOpenFailures = new Counter({
   help: 'Temporal payloads this process could not open with PAYLOAD_ENCRYPTION_KEYS (workers count theirs on their own endpoint).',
   registers: [registry],
 });
+
+const dependencyUp = new Gauge({
+  name: 'aes_dependency_up',
+  help: 'Whether this process last found the dependency (postgres, redis, temporal) answering: 0 from a call failing for its absence until one succeeds.',
+  labelNames: ['dependency'] as const,
+  registers: [registry],
+});
+
+const dependencyOutages = new Counter({
+  name: 'aes_dependency_outages_total',
+  help: 'Outages of a dependency this process saw (each logged once as "dependency unavailable").',
+  labelNames: ['dependency'] as const,
+  registers: [registry],
+});
+
+const dependencyRetries = new Counter({
+  name: 'aes_dependency_retries_total',
+  help: 'Calls that failed because a dependency could not be reached and were tried again.',
+  labelNames: ['dependency'] as const,
+  registers: [registry],
+});
+
+/** The API's outage meter (infra/dependencyOutages.ts); workers count theirs with the Temporal runtime's. */
+export const apiOutageMeter: OutageMeter = {
+  up: (dependency, value) => dependencyUp.set({ dependency }, value),
+  outage: (dependency) => dependencyOutages.inc({ dependency }),
+  retried: (dependency) => dependencyRetries.inc({ dependency }),
+};

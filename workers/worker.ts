@@ -9,6 +9,7 @@ import { workflowBundle, workflowSinks } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
 import { CANCEL_CONFIRM_FIRST_MS } from '../workflows/timings';
 import { countUnopenableWith } from '../infra/unopenablePayloads';
+import { setOutageMeter, type OutageMeter } from '../infra/dependencyOutages';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
 import { ensureOutboxDispatcher } from '../workflows/outboxDispatcher.client';
@@ -37,6 +38,7 @@ export function installRuntime(): void {
   runtimeInstalled = true;
   const port = metricsServed() ? config().workerMetricsPort : undefined;
   countUnopenableWith(() => Runtime.instance().metricMeter.createCounter('aes_payload_open_failures', 'payloads', 'Temporal payloads this worker could not open with PAYLOAD_ENCRYPTION_KEYS.').add(1));
+  setOutageMeter(workerOutageMeter());
   Runtime.install({
     logger: new DefaultLogger('WARN', (entry) => logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message)),
     ...(port !== undefined && {
@@ -57,6 +59,16 @@ export function installRuntime(): void {
       },
     }),
   });
+}
+
+/** The worker's outage meter (infra/dependencyOutages.ts), on the runtime's meter like the SDK's own metrics. */
+function workerOutageMeter(): OutageMeter {
+  const meter = () => Runtime.instance().metricMeter;
+  return {
+    up: (dependency, value) => meter().createGauge('aes_dependency_up', 'int', '', 'Whether this worker last found the dependency answering.').set(value, { dependency }),
+    outage: (dependency) => meter().createCounter('aes_dependency_outages', 'outages', 'Outages of a dependency this worker saw.').add(1, { dependency }),
+    retried: (dependency) => meter().createCounter('aes_dependency_retries', 'calls', 'Steps that failed because a dependency could not be reached and were tried again.').add(1, { dependency }),
+  };
 }
 
 const SCHEDULE_TO_START_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60];

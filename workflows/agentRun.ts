@@ -16,7 +16,7 @@ import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
 import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
-import { DEADLINE_GRACE_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from './timings';
+import { DEADLINE_GRACE_MS, DEPENDENCY_RETRY_MAX_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from './timings';
 import { answerAction, turnEnded } from './agentRun.options';
 import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionStatus, type ActionType, type RequiredCall } from '../domain/actions';
 import { creditsFor } from '../domain/billing';
@@ -58,12 +58,13 @@ const CANCEL_RECORD_PATCH = 'record-cancel';
 const PARALLEL_TOOLS_PATCH = 'parallel-tool-calls';
 
 /**
- * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds. A run
- * settles even after a long database outage; one that never does (terminated, timed out) is
- * settled by the reconciler instead.
+ * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds, at most
+ * DEPENDENCY_RETRY_MAX_MS apart so a run settles within seconds of a failover's end. A run settles
+ * even after a long database outage; one that never does (terminated, timed out) is settled by the
+ * reconciler instead.
  */
 const { settleRun, emitRunEvent, recordRunCancel, turnIsNext, requireActions, closeAction } = namedLocalActivities(
-  { startToCloseTimeout: '10s', retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' } },
+  { startToCloseTimeout: '10s', retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: DEPENDENCY_RETRY_MAX_MS } },
   {
     settleRun: 'settle: status, ledger, log and events',
     emitRunEvent: 'stream event',

@@ -110,3 +110,16 @@ export const MAX_HOLD_MS = 60_000;
 export const DISPATCH_EVERY_MS = 60_000;
 export const DISPATCH_PASS_MS = 10_000;
 export const DISPATCH_IDLE_POLL_MS = 100;
+
+/**
+ * A step that failed because PostgreSQL, Redis or Temporal could not be reached (a failover: 10 to
+ * 60 s) waits and tries again, first after this, then twice as long each time up to
+ * DEPENDENCY_RETRY_MAX_MS, within the run's deadline (activities/untilAvailable.ts). Short enough
+ * that a run goes on within a few seconds of the dependency's return; long enough that a minute's
+ * outage costs a step about twenty tries, not thousands.
+ */
+export const DEPENDENCY_RETRY_FIRST_MS = 250;
+export const DEPENDENCY_RETRY_MAX_MS = 4_000;
+
+/** The Retry-After of a 503 for a dependency's outage: about how long a restart takes, the 8 s ones measured included. */
+export const DEPENDENCY_RETRY_AFTER_S = 5;

@@ -1,6 +1,9 @@
 import type { Context, Middleware } from 'koa';
 import { errorBody, ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
+import { unavailableDependency } from '../../infra/dependencyErrors';
+import { dependencyFailed } from '../../infra/dependencyOutages';
+import { DEPENDENCY_RETRY_AFTER_S } from '../../workflows/timings';
 import type { AppState } from '../state';
 
 /** The one place a failure becomes the spec's error object; anything unexpected discloses nothing. */
@@ -10,11 +13,27 @@ export const errorEnvelope: Middleware<AppState> = async (ctx, next) => {
     // An unknown path or method is a capability the service does not have: 501 from the table.
     if (ctx.status === 404 && ctx.body === undefined) throw new ServiceError('not_implemented', `No endpoint for ${ctx.method} ${ctx.path}.`);
   } catch (err) {
-    const known = err instanceof ServiceError;
+    const known = err instanceof ServiceError ? err : dependencyFailure(err);
     if (!known) logger.error({ err, request_id: ctx.state.requestId }, 'unhandled error');
-    renderFailure(ctx, known ? err : new ServiceError('internal_error', 'Internal error.'));
+    renderFailure(ctx, known ?? new ServiceError('internal_error', 'Internal error.'));
   }
 };
+
+const DEPENDENCY_NAMES = { postgres: 'database', redis: 'cache', temporal: 'workflow engine' } as const;
+
+/**
+ * A dependency's outage (infra/dependencyErrors.ts) is the service's and passes: 503 with
+ * Retry-After, one code whichever dependency it was, so a client retries instead of giving up.
+ */
+export function dependencyFailure(err: unknown): ServiceError | undefined {
+  const dependency = unavailableDependency(err);
+  if (!dependency) return undefined;
+  dependencyFailed(dependency, err);
+  return new ServiceError('service_unavailable', `The service's ${DEPENDENCY_NAMES[dependency]} is temporarily unavailable; nothing was done. Retry after the time in Retry-After.`, retryAfter());
+}
+
+/** The Retry-After of every 503 for a dependency's outage. */
+export const retryAfter = () => ({ 'Retry-After': String(DEPENDENCY_RETRY_AFTER_S) });
 
 /** Answers a failure in the envelope; idempotent endpoints also call it, to store what they answer. */
 export function renderFailure(ctx: Context & { state: AppState }, failure: ServiceError): void {

@@ -1,5 +1,6 @@
 import { ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
+import { retryAfter } from './errorEnvelope';
 import { rateLimiter, type RateLimiter, type RateLimitSubject } from '../rateLimiter';
 import { rateLimited } from '../../infra/metrics';
 
@@ -17,7 +18,7 @@ export async function enforceRateLimit(subject: RateLimitSubject, requestId: str
   } catch (err) {
     logger.error({ err: String(err), request_id: requestId, fail_open: options.failOpen }, 'rate limiter unavailable');
     if (options.failOpen) return;
-    throw new ServiceError('service_unavailable', 'Rate limiting is temporarily unavailable, so the request was not run; retry shortly.');
+    throw new ServiceError('service_unavailable', 'Rate limiting is temporarily unavailable, so the request was not run; retry after the time in Retry-After.', retryAfter());
   }
   if (!decision.allowed) {
     rateLimited.inc({ dimension: decision.dimension });

@@ -40,7 +40,7 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 /** Responses carrying Retry-After. */
-const RETRY_AFTER = { 'Retry-After': { description: 'Seconds until the window ends.', schema: { type: 'string' } } };
+const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying: until the rate window ends, or until the dependency should be back.', schema: { type: 'string' } } };
 
 /** The error responses of an operation: one per HTTP status, its `error.code` narrowed to the codes that status can carry there. */
 export function errorResponses(codes: Iterable<ErrorCode>): Record<string, JsonSchema> {
@@ -51,7 +51,7 @@ export function errorResponses(codes: Iterable<ErrorCode>): Record<string, JsonS
     list.sort();
     responses[String(status)] = {
       description: `${STATUS_TEXT[status] ?? 'Failure'}: ${list.map((c) => `\`${c}\``).join(', ')}.`,
-      ...(list.includes('rate_limited') && { headers: RETRY_AFTER }),
+      ...((list.includes('rate_limited') || list.includes('service_unavailable')) && { headers: RETRY_AFTER }),
       content: { 'application/json': { schema: { allOf: [ref('Error'), { properties: { error: { properties: { code: { enum: list } } } } }] } } },
     };
   }

@@ -85,7 +85,7 @@ function accessText(access: Access): string {
   }
 }
 
-/** The failures every operation of this access and method can give: validation, admission (401, 403, 429), a closed-failing limiter, a bug. */
+/** The failures every operation of this access and method can give: validation, admission (401, 403, 429), a dependency's outage (503), a bug. */
 function commonErrors(method: Method, spec: OperationSpec, hasParameters: boolean): ErrorCode[] {
   const codes: ErrorCode[] = ['internal_error'];
   // POST, PUT and PATCH bodies are parsed as JSON on every route (api/middleware/jsonBody.ts); declared parameters are validated.
@@ -95,10 +95,12 @@ function commonErrors(method: Method, spec: OperationSpec, hasParameters: boolea
   // MCP's 429 is a JSON-RPC answer (its own response), and its counting fails open.
   if (spec.access.credential === 'mcp') codes.push('authentication_error', 'permission_denied');
   if (spec.access.credential === 'workspace' || spec.access.credential === 'partner' || spec.access.credential === 'either') {
-    codes.push('authentication_error', 'permission_denied', 'rate_limited');
-    // Without Redis a call that spends or starts anything fails closed; reads are served uncounted.
-    if (method !== 'get') codes.push('service_unavailable');
+    // Any of them may meet the database, Redis (a call that spends or starts anything; reads are
+    // served uncounted) or the workflow engine down: 503 with Retry-After.
+    codes.push('authentication_error', 'permission_denied', 'rate_limited', 'service_unavailable');
   }
+  // A grant token is redeemed against the database.
+  if (spec.access.credential === 'token') codes.push('service_unavailable');
   return codes;
 }
 
