@@ -3,6 +3,7 @@ import Router from '@koa/router';
 import { config } from '../infra/config';
 import { setOutageMeter } from '../infra/dependencyOutages';
 import { apiOutageMeter } from '../infra/metrics';
+import { failFastWhenUnavailable } from '../infra/temporalClient';
 import { dashboardRouter } from './dashboard/dashboard';
 import { allowedMethods } from './middleware/allowedMethods';
 import { oauthRouter } from './oauth/router';
@@ -78,6 +79,7 @@ export function routeList(): { method: string; path: string; schemas?: Schemas }
 export function createApp(): Koa<AppState> {
   const app = new Koa<AppState>();
   setOutageMeter(apiOutageMeter);
+  failFastWhenUnavailable();
   let handler: ReturnType<Koa['callback']> | undefined;
   // X-Forwarded-For is read only behind proxies the operator names (TRUST_PROXY_HOPS), and then only
   // the entries they wrote: with none, a client could choose its own address per request and escape

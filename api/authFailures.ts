@@ -8,12 +8,24 @@ const WINDOW_MS = 60_000;
 
 /** Addresses refused until the end of the window in which they failed too often (this instance's view). */
 const blocked = new LRUCache<string, number>({ max: 10_000 });
+let watching = false;
+
+/**
+ * This instance's view is a copy of the counts in Redis: when Redis comes back (a restart leaves it
+ * empty), the copy goes too, so every instance starts again from the same empty counts.
+ */
+function forgetOnReconnect(): void {
+  if (watching) return;
+  watching = true;
+  redis().on('ready', () => blocked.clear());
+}
 
 /**
  * Seconds until this client address may try a credential again, or undefined when it may now. Checked
  * in memory before any lookup, so a prober costs neither a Redis nor a PostgreSQL round trip.
  */
 export function addressRefusedFor(address: string): number | undefined {
+  forgetOnReconnect();
   const until = blocked.get(address);
   if (until === undefined) return undefined;
   const left = until - now();

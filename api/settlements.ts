@@ -4,6 +4,7 @@ import { subscriber } from '../db/redis';
 import type { RunOutcome } from '../domain/runs';
 import { runChannel, STREAM_MOVED, WAITING } from '../domain/streamEvents';
 import { logger } from '../infra/logger';
+import { unavailableDependency } from '../infra/dependencyErrors';
 
 /**
  * When an answer first asks the run's workflow whether it closed without an announcement, and the
@@ -133,7 +134,14 @@ async function closedWorkflowOutcome(handle: WorkflowHandle, signal: AbortSignal
         wait = Math.max(wait, FIRST_ASK_MS);
         continue;
       }
-      const { status } = await handle.describe();
+      let status;
+      try {
+        ({ status } = await handle.describe());
+      } catch (err) {
+        // Temporal restarting: the run goes on, and so does the wait (its announcement may come first).
+        if (unavailableDependency(err) !== 'temporal') throw err;
+        continue;
+      }
       if (signal.aborted) break;
       if (status.name !== 'RUNNING' && status.name !== 'CONTINUED_AS_NEW') return await handle.result();
       wait = Math.min(Math.max(wait, FIRST_ASK_MS) * 2, LONGEST_ASK_INTERVAL_MS);

@@ -27,7 +27,10 @@ export function redis(): Redis {
  * subscribed by commands issued while it connected, fail, and force a reconnect.
  */
 export function subscriber(): Redis {
-  listener ??= new Redis(config().redisUrl, { connectionName, maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true, enableReadyCheck: false });
+  if (!listener) {
+    listener = new Redis(config().redisUrl, { connectionName, maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false, autoResubscribe: true, enableReadyCheck: false });
+    listener.on('error', (err) => dependencyFailed('redis', err));
+  }
   return listener;
 }
 

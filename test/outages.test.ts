@@ -1,10 +1,13 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
 import { dataConverter } from '../infra/payloadCodec';
 import { db } from '../db/sequelize';
 import { startRun } from '../workflows/agentRun.client';
-import { callsHeld, providerRequests, releaseHeld, runInputFor, scriptModel, tenant, useApi, type Tenant } from './support/stack';
-import { allFrames, openStream, TERMINALS } from './support/sse';
+import { callsHeld, providerRequests, releaseHeld, runInputFor, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
+import { allFrames, openStream, TERMINALS, type Frame } from './support/sse';
+import { freePort } from '../workers/temporalDevServer';
 import { tcpProxy, type TcpProxy } from './support/tcpProxy';
 import { childApi, childWorker, type Child } from './support/childProcesses';
 import { GAVE_UP } from '../activities/untilAvailable';
@@ -132,5 +135,133 @@ describe('a PostgreSQL outage', () => {
     expect(failed).toMatchObject({ run: { status: 'failed' }, error: { code: 'service_unavailable' } });
     expect(await providerRequests(givesUp.model)).toHaveLength(0);
     expect(await ledger(outlasted.runId)).toMatchObject({ status: 'failed', lines: 1, charged: 0 });
+  });
+});
+
+/** A deployment of its own in Temporal (its namespace), so what the test cuts reaches only its worker and API. */
+const OUTAGE_NAMESPACE = process.env.TEST_SPARE_NAMESPACES!.split(',')[3];
+
+/** Follows a streamed request to its end. */
+async function streamed(url: string, t: Tenant, input: string): Promise<Frame[]> {
+  return allFrames(await openStream(url, '/api/v2/responses', t.key, { agent: t.agent, input, stream: true }));
+}
+
+describe('a Temporal restart', () => {
+  it('keeps the runs in flight and the clients waiting for them, and answers a request meanwhile 503 with Retry-After', async () => {
+    const temporalProxy = await tcpProxy({ host: '127.0.0.1', port: Number(process.env.TEMPORAL_ADDRESS!.split(':')[1]) });
+    try {
+      const env = { TEMPORAL_ADDRESS: `127.0.0.1:${temporalProxy.port}`, TEMPORAL_NAMESPACE: OUTAGE_NAMESPACE };
+      const [worker, proxiedApi] = await Promise.all([childWorker('agent-runs', env), childApi(env)]);
+      children.push(worker, proxiedApi);
+      const [plain, stream, caller] = await Promise.all([0, 1, 2].map(() => tenant({ scopes: ['responses:create'] })));
+      await scriptModel(plain.model, [{ text: 'plain answer', hold: true }]);
+      await scriptModel(stream.model, [{ text: 'streamed answer', hold: true }]);
+      const waiting = respond(proxiedApi.url, plain, 'waits through the restart');
+      const following = streamed(proxiedApi.url, stream, 'streams through the restart');
+      await Promise.all([callsHeld(plain.model, 1), callsHeld(stream.model, 1)]);
+
+      await temporalProxy.cut();
+      const refused = await respond(proxiedApi.url, caller, 'during the restart');
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(await refused.json()).toMatchObject({ error: { code: 'service_unavailable' } });
+      expect(await (await fetch(`${proxiedApi.url}/readyz`)).json()).toMatchObject({ checks: { temporal: 'unavailable' } });
+      await releaseHeld(plain.model);
+      await releaseHeld(stream.model);
+      await temporalProxy.restore();
+
+      const answered = await waiting;
+      expect(answered.status).toBe(200);
+      const run = (await answered.json()) as { id: string };
+      expect(run).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'plain answer' }] });
+      const frames = await following;
+      expect(frames.filter((f) => TERMINALS.includes(f.event!)).map((f) => f.event)).toEqual(['response.completed']);
+      const streamedRun = frames.find((f) => f.event === 'response.completed')!.data.id as string;
+      for (const [t, id] of [[plain, run.id], [stream, streamedRun]] as const) {
+        expect(await providerRequests(t.model)).toHaveLength(1);
+        expect(await ledger(id)).toMatchObject({ status: 'completed', lines: 1 });
+      }
+      // The workflows close in Temporal once it is back, and a new run goes through the same API.
+      const workflows = new Client({ connection: client.connection, namespace: OUTAGE_NAMESPACE, dataConverter });
+      for (const id of [run.id, streamedRun]) await expect(workflows.workflow.getHandle(id).result()).resolves.toMatchObject({ run: { status: 'completed' } });
+      await scriptModel(caller.model, [{ text: 'after the restart' }]);
+      const served = await respond(proxiedApi.url, caller, 'after the restart');
+      expect(await served.json()).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'after the restart' }] });
+    } finally {
+      await Promise.all(children.splice(0).map((c) => c.stop()));
+      await temporalProxy.close();
+    }
+  });
+});
+
+/** A Redis server of the test's own, which it can stop and start again empty, as a restart without persistence leaves it. */
+async function privateRedis(): Promise<{ url: string; stop(): Promise<void>; start(): Promise<void> }> {
+  const port = await freePort();
+  let server: ChildProcess | undefined;
+  const start = async () => {
+    server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    await until(() => new Promise<true | undefined>((resolve) => {
+      const socket = net.connect(port, '127.0.0.1', () => { socket.destroy(); resolve(true); });
+      socket.once('error', () => resolve(undefined));
+    }), 'the private Redis to listen');
+  };
+  const stop = () => new Promise<void>((resolve) => {
+    if (!server || server.exitCode !== null) return resolve();
+    server.once('exit', () => resolve());
+    server.kill('SIGKILL');
+  });
+  await start();
+  return { url: `redis://127.0.0.1:${port}`, start, stop };
+}
+
+describe('a Redis restart (empty)', () => {
+  it('ends every stream with one terminal event, bills each run once, answers 503 with Retry-After meanwhile, and starts its limits again from empty', async () => {
+    const redisServer = await privateRedis();
+    try {
+      // Its own failed-authentication limit, to see it start again from empty.
+      const env = { REDIS_URL: redisServer.url, TEMPORAL_NAMESPACE: OUTAGE_NAMESPACE, AUTH_FAILURE_LIMIT: '3' };
+      const [worker, proxiedApi] = await Promise.all([childWorker('agent-runs', env), childApi(env)]);
+      children.push(worker, proxiedApi);
+      const [plain, stream, caller] = await Promise.all([0, 1, 2].map(() => tenant({ scopes: ['responses:create'] })));
+      await scriptModel(plain.model, [{ text: 'plain answer', hold: true }]);
+      await scriptModel(stream.model, [{ text: 'streamed answer', hold: true }]);
+      const waiting = respond(proxiedApi.url, plain, 'waits through the restart');
+      const following = streamed(proxiedApi.url, stream, 'streams through the restart');
+      await Promise.all([callsHeld(plain.model, 1), callsHeld(stream.model, 1)]);
+      // An address locked out by its failed keys.
+      const stranger = { authorization: 'Bearer tgcc_unknown', 'x-forwarded-for': '203.0.113.77' };
+      for (let i = 0; i < 4; i++) await fetch(`${proxiedApi.url}/api/v2/runs`, { headers: stranger });
+      expect((await fetch(`${proxiedApi.url}/api/v2/runs`, { headers: stranger })).status).toBe(429);
+
+      const before = proxiedApi.logs.length;
+      await redisServer.stop();
+      await proxiedApi.logged('dependency unavailable', before);
+      const refused = await respond(proxiedApi.url, caller, 'during the restart');
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(await refused.json()).toMatchObject({ error: { code: 'service_unavailable' } });
+      await releaseHeld(plain.model);
+      await releaseHeld(stream.model);
+      await redisServer.start();
+
+      const answered = await waiting;
+      const run = (await answered.json()) as { id: string };
+      expect(run).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'plain answer' }] });
+      const frames = await following;
+      expect(frames.filter((f) => TERMINALS.includes(f.event!)).map((f) => f.event)).toEqual(['response.completed']);
+      const streamedRun = frames.find((f) => f.event === 'response.completed')!.data.id as string;
+      for (const [t, id] of [[plain, run.id], [stream, streamedRun]] as const) {
+        expect(await providerRequests(t.model)).toHaveLength(1);
+        expect(await ledger(id)).toMatchObject({ status: 'completed', lines: 1 });
+      }
+      // Restarted empty: the lockout is gone with it, and a new run is served.
+      expect((await fetch(`${proxiedApi.url}/api/v2/runs`, { headers: stranger })).status).toBe(401);
+      await scriptModel(caller.model, [{ text: 'after the restart' }]);
+      const served = await respond(proxiedApi.url, caller, 'after the restart');
+      expect(await served.json()).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'after the restart' }] });
+    } finally {
+      await Promise.all(children.splice(0).map((c) => c.stop()));
+      await redisServer.stop();
+    }
   });
 });
