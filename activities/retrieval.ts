@@ -3,6 +3,8 @@ import { hasPrefix } from '../domain/ids';
 import { MAX_PASSAGES, type Passage } from '../domain/knowledge';
 import { collectionKeys, searchChunks } from '../db/knowledgeChunks';
 import { collectionName } from '../db/knowledgeCollections';
+import { heartbeating } from './bounded';
+import { untilAvailable } from './untilAvailable';
 
 export interface RetrievalRequest {
   workspaceId: number;
@@ -14,6 +16,8 @@ export interface RetrievalRequest {
   resourceId?: string;
   /** Fail (knowledge_unavailable) when there is nothing to retrieve from, rather than answer without it. */
   required: boolean;
+  /** The run's deadline: a database outage is waited out until then (absent in calls scheduled before it was passed). */
+  deadlineAt?: number;
 }
 
 async function narrowed(r: RetrievalRequest): Promise<string[]> {
@@ -27,7 +31,11 @@ async function narrowed(r: RetrievalRequest): Promise<string[]> {
  * resource. Collections that do not exist yet hold nothing; when none of them exists the agent has no
  * knowledge, which a run that requires retrieval refuses (for good: retrying cannot change it).
  */
-export async function retrieveKnowledge(r: RetrievalRequest): Promise<Passage[]> {
+export function retrieveKnowledge(r: RetrievalRequest): Promise<Passage[]> {
+  return heartbeating(() => untilAvailable(() => retrieve(r), r.deadlineAt));
+}
+
+async function retrieve(r: RetrievalRequest): Promise<Passage[]> {
   const keys = await collectionKeys(r.workspaceId, await narrowed(r));
   if (keys.length === 0) {
     if (r.required) throw ApplicationFailure.create({ type: 'knowledge_unavailable', message: 'The agent has no knowledge to retrieve from, and the request requires retrieval.', nonRetryable: true });

@@ -10,6 +10,8 @@ import { config } from '../infra/config';
 import { logger } from '../infra/logger';
 import { postToTarget, TargetRefused } from '../infra/outboundTarget';
 import { admitDelivery } from './deliveryRate';
+import { heartbeating } from './bounded';
+import { untilAvailable } from './untilAvailable';
 
 /** `superseded`: a resend took the delivery over, or another run finished it: this run stops, attempting nothing more. */
 export type AttemptOutcome = AttemptVerdict | { kind: 'skipped' } | { kind: 'superseded' };
@@ -76,8 +78,12 @@ const RECORDED: Record<Exclude<DeliveryStatus, 'pending'>, AttemptOutcome> = { s
  * latency, error), the delivery's state and the endpoint's failure streak together. A disabled or
  * removed endpoint is not attempted: the delivery is skipped (a disabled endpoint's can be recovered).
  */
-export async function attemptDelivery(a: { deliveryId: string; generation: number; attempt: number; last: boolean; heldMs: number }): Promise<AttemptOutcome> {
-  const d = await deliveryForAttempt(a.deliveryId);
+export function attemptDelivery(a: { deliveryId: string; generation: number; attempt: number; last: boolean; heldMs: number }): Promise<AttemptOutcome> {
+  return heartbeating(() => attempt(a));
+}
+
+async function attempt(a: { deliveryId: string; generation: number; attempt: number; last: boolean; heldMs: number }): Promise<AttemptOutcome> {
+  const d = await untilAvailable(() => deliveryForAttempt(a.deliveryId));
   if (!d) throw new Error(`delivery ${a.deliveryId} is not recorded`);
   if (d.generation !== a.generation) return stopped('superseded', d, a.attempt, { kind: 'superseded' });
   if (d.status !== 'pending') {
@@ -91,9 +97,12 @@ export async function attemptDelivery(a: { deliveryId: string; generation: numbe
   }
   const sent = await send(d, a.attempt);
   const status = sent.verdict.kind === 'retry' && a.last ? 'failed' : STATUS_AFTER[sent.verdict.kind];
-  const disabled = await recordAttempt(
-    { deliveryId: d.id, endpointId: d.endpointId, generation: d.generation, attempt: a.attempt, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, heldMs: a.heldMs, delivered: sent.verdict.kind === 'delivered', status },
-    failurePolicy(),
+  // Sent: a database outage now is waited out (the attempt heartbeats), so the event is not sent again.
+  const disabled = await untilAvailable(() =>
+    recordAttempt(
+      { deliveryId: d.id, endpointId: d.endpointId, generation: d.generation, attempt: a.attempt, statusCode: sent.statusCode, latencyMs: sent.latencyMs, error: sent.error, heldMs: a.heldMs, delivered: sent.verdict.kind === 'delivered', status },
+      failurePolicy(),
+    ),
   );
   Context.current().metricMeter.createCounter('aes_webhook_attempts', 'attempts', 'Webhook delivery attempts, by outcome (delivered, rejected, retry).').add(1, { outcome: sent.verdict.kind });
   // Finished or reopened while this attempt was on its way: the attempt was made, but the delivery's record is another run's.

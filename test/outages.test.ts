@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
+import { createServer } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
 import { dataConverter } from '../infra/payloadCodec';
@@ -107,6 +108,36 @@ describe('a PostgreSQL outage', () => {
     expect(served.status).toBe(200);
     expect(await served.json()).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'after the outage' }] });
     expect((await fetch(`${proxiedApi.url}/readyz`)).status).toBe(200);
+  });
+
+  it('carries a run from its tool round to its settlement across the outage, asking each model call once', async () => {
+    const tool = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"order":"shipped"}'));
+    await new Promise<void>((resolve) => tool.listen(0, '127.0.0.1', resolve));
+    try {
+      const queue = `outage-pg-tools-${Date.now()}`;
+      const worker = await childWorker(queue, { DATABASE_URL: proxiedDatabaseUrl() });
+      children.push(worker);
+      const t = await tenant({ scopes: ['responses:create'] });
+      // The answer after the tool round is held until the database is gone: its settlement meets the outage.
+      await scriptModel(t.model, [{ toolCalls: [{ name: 'lookup', arguments: '{}' }] }, { text: 'it shipped', hold: true }]);
+      const base = await runInputFor(t);
+      const lookup = { type: 'http' as const, name: 'lookup', description: 'Look the order up', parameters: { type: 'object', properties: {} }, url: `http://127.0.0.1:${(tool.address() as AddressInfo).port}/orders` };
+      const input = { ...base, agent: { ...base.agent, config: { model: t.model, tools: [lookup] } } };
+      const handle = await startRun(client, input, { taskQueue: queue });
+      await callsHeld(t.model, 1, 'the call after the tool round');
+
+      const before = worker.logs.length;
+      await proxy.cut();
+      await releaseHeld(t.model);
+      await worker.logged('dependency unavailable', before);
+      await proxy.restore();
+
+      expect((await handle.result()).run).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'it shipped' }] });
+      expect(await providerRequests(t.model)).toHaveLength(2);
+      expect(await ledger(input.runId)).toMatchObject({ status: 'completed', lines: 1 });
+    } finally {
+      tool.close();
+    }
   });
 
   it('holds a run that begins during the outage until the database is back, and charges nothing for a run the outage outlasted', async () => {

@@ -40,9 +40,10 @@ const REMOTE_CALL_RETRY: RetryPolicy = {
 };
 
 /**
- * Retrieval is one indexed query: retried quickly a few times (a database blip), then the run fails
- * with knowledge_unavailable rather than answer without it. A run with no knowledge to retrieve
- * from under `required` is final at once.
+ * Retrieval is one indexed query: retried quickly a few times, then the run fails with
+ * knowledge_unavailable rather than answer without it. A database outage is waited out inside the
+ * call, up to the run's deadline, heartbeating (activities/untilAvailable.ts). A run with no
+ * knowledge to retrieve from under `required` is final at once.
  */
 const RETRIEVAL_RETRY: RetryPolicy = {
   initialInterval: '200ms',
@@ -50,7 +51,6 @@ const RETRIEVAL_RETRY: RetryPolicy = {
   maximumInterval: '2s',
   maximumAttempts: 3,
 };
-const RETRIEVAL_ATTEMPT_TIMEOUT = '10s';
 const RETRIEVAL_PATCH = 'knowledge-retrieval';
 /** Runs begun before their first call could settle them record no cancel. */
 const CANCEL_RECORD_PATCH = 'record-cancel';
@@ -147,7 +147,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const retrieveKnowledge = (request: Parameters<typeof activities.retrieveKnowledge>[0]) =>
     proxyActivities<typeof activities>({
       summary: unsealed(`retrieval from ${request.collections.length} collection${request.collections.length === 1 ? '' : 's'}`),
-      startToCloseTimeout: RETRIEVAL_ATTEMPT_TIMEOUT,
+      heartbeatTimeout: MODEL_HEARTBEAT_TIMEOUT_MS,
       scheduleToCloseTimeout: budget(),
       retry: RETRIEVAL_RETRY,
     }).retrieveKnowledge(request);
@@ -277,6 +277,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
         query: retrievalQuery(input.input),
         resourceId: input.resourceId,
         required: knowledge.required,
+        deadlineAt: deadline.at,
       });
       return undefined;
     } catch (err) {

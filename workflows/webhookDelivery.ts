@@ -1,17 +1,22 @@
 import { continueAsNew, proxyActivities, proxyLocalActivities, sleep, workflowInfo, type RetryPolicy } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { unsealed } from './summaries';
+import { MODEL_HEARTBEAT_TIMEOUT_MS } from './timings';
 import type { DeliveryOutcome, WebhookDeliveryInput } from './webhookDelivery.signature';
 
 
 /**
  * Bookkeeping and the POST itself. The POST never throws for the receiver's answer (the activity
  * records it and returns the verdict); these retries are for the service's own failures (PostgreSQL).
+ * An attempt waits out a database outage of up to ATTEMPT_TIMEOUT inside itself, heartbeating, so an
+ * event already sent is recorded rather than sent again (activities/untilAvailable.ts).
  */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };
+/** The POST's 5 s, and a managed database's longest failover (60 s) with room to spare. */
+const ATTEMPT_TIMEOUT = '2m';
 /** Each attempt says which it is in the Temporal UI. */
 const attemptDelivery = (a: Parameters<typeof activities.attemptDelivery>[0]) =>
-  proxyActivities<typeof activities>({ summary: unsealed(`webhook attempt ${a.attempt}${a.last ? ' (last)' : ''}`), startToCloseTimeout: '30s', retry: BOOKKEEPING_RETRY }).attemptDelivery(a);
+  proxyActivities<typeof activities>({ summary: unsealed(`webhook attempt ${a.attempt}${a.last ? ' (last)' : ''}`), startToCloseTimeout: ATTEMPT_TIMEOUT, heartbeatTimeout: MODEL_HEARTBEAT_TIMEOUT_MS, retry: BOOKKEEPING_RETRY }).attemptDelivery(a);
 /** Admission is one Redis script: a local activity, so a held delivery costs its history one marker per ask. */
 const { admitDeliveryAttempt } = proxyLocalActivities<typeof activities>({ summary: unsealed('partner rate admission'), startToCloseTimeout: '10s', retry: BOOKKEEPING_RETRY });
 
