@@ -1,3 +1,4 @@
+import type { OutageFigures } from './outage';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
@@ -191,6 +192,33 @@ export function reportRealModel(r: RealModelFigures | undefined): void {
   const targets = [makeTarget('real_model_added_first_delta_p99_ms', r.first_delta_ms.added_p99, '<=', 100), makeTarget('real_model_total_time_ratio', r.total_ms.ratio, '<=', 1.1)];
   const file = write('real-model.json', { date: new Date().toISOString(), nproc: availableParallelism(), real_model: r, targets });
   process.stdout.write(`${['', ...realModelLines(r), '', 'targets (reported, not asserted):', ...targets.map(targetLine), `written: ${path.relative(process.cwd(), file)}`].join('\n')}\n`);
+}
+
+/** `npm run bench -- --outage`: what a 30 s PostgreSQL cut costs; writes bench/results/outage.json. */
+export function reportOutage(m: { quick: boolean; outage: OutageFigures }): void {
+  const o = m.outage;
+  const targets = [
+    makeTarget('outage_runs_lost', o.lost, '<=', 0),
+    makeTarget('outage_duplicate_provider_calls', o.duplicate_provider_calls, '<=', 0),
+    makeTarget('outage_refusals_without_retry_after', o.refused - o.refused_with_retry_after, '<=', 0),
+  ];
+  const file = write('outage.json', { date: new Date().toISOString(), nproc: availableParallelism(), quick: m.quick, outage: o, targets });
+  const p = (x: { p50: number; p99: number; n: number }) => `p50 ${x.p50} ms, p99 ${x.p99} ms (n ${x.n})`;
+  const lines = [
+    '',
+    `Agent Execution Service bench, PostgreSQL outage${m.quick ? ' (--quick)' : ''}: nproc ${availableParallelism()}`,
+    '',
+    `runs sent ${o.sent}: completed ${o.completed}, refused 503 during the cut ${o.refused} (${o.refused_with_retry_after} with Retry-After), lost ${o.lost} ${JSON.stringify(o.lost_answers)}`,
+    `provider calls made twice: ${o.duplicate_provider_calls}`,
+    `added latency before the cut: ${p(o.added_ms_before)}; of the runs in flight at the cut: ${p(o.added_ms_in_flight)}`,
+    `after the restore: first run completed in ${o.first_completed_after_restore_ms} ms, first as fast as before the cut in ${o.normal_again_after_restore_ms} ms`,
+    '',
+    'targets (reported, not asserted):',
+    ...targets.map(targetLine),
+    `written: ${path.relative(process.cwd(), file)}`,
+    '',
+  ];
+  process.stdout.write(lines.join('\n'));
 }
 
 /** Prints the table and writes bench/results/latest.json; targets are reported, never asserted. */

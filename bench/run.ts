@@ -9,14 +9,16 @@ import { DELIVERED_EVENTS, webhookFigures } from './webhooks';
 import { growthCurves, PRIOR_MESSAGES, STREAM_DELTAS, type GrowthFigures } from './growth';
 import { statementsPerRun, type StatementFigures } from './statements';
 import { Children, LOG_DIR } from './processes';
-import { report, reportInflight, reportRealModel, type InflightMeasured, type Loaded, type Measured } from './report';
+import { outageFigures } from './outage';
+import { tcpProxy } from '../test/support/tcpProxy';
+import { report, reportInflight, reportOutage, reportRealModel, type InflightMeasured, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
 import { BenchStub } from './stubProvider';
 import { cpuPerRun, heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
 import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 
 /**
- * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model]`: starts its own stack, measures the floor (Temporal's own cost), runs,
+ * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model | --outage]`: starts its own stack, measures the floor (Temporal's own cost), runs,
  * streams and an authenticated GET against a bare Koa route, how a run's cost grows with its work, the
  * other workloads, runs with one worker process against two, and streamed runs on the embedded real
  * model against the same requests sent to it straight; prints a table and writes
@@ -31,6 +33,8 @@ const PROFILE = process.argv.includes('--profile');
 const INFLIGHT_ONLY = process.argv.includes('--inflight');
 /** Only the real-model phase: the service and the embedded model server, side by side. */
 const REAL_MODEL_ONLY = process.argv.includes('--real-model');
+/** Only the outage phase: runs through a PostgreSQL cut (bench/outage.ts). */
+const OUTAGE_ONLY = process.argv.includes('--outage');
 /** `--inflight-rate N`: the open loop's arrivals per second instead of its default, to find what a machine holds. */
 const at = process.argv.indexOf('--inflight-rate');
 const INFLIGHT_RATE = at === -1 ? undefined : Number(process.argv[at + 1]);
@@ -50,6 +54,7 @@ const SETTINGS = QUICK
       batch: { runs: 300, ms: 5000 },
       inflightScaleOut: { runs: 400, ms: 10_000, slots: 200 },
       realModelRounds: 2,
+      outage: { rate: 20, beforeS: 5, cutS: 10, afterS: 10, replyMs: 1000 },
     }
   : {
       c1: { warmup: 30, count: 300 },
@@ -66,6 +71,8 @@ const SETTINGS = QUICK
       batch: { runs: 300, ms: 5000 },
       inflightScaleOut: { runs: 600, ms: 20_000, slots: 300 },
       realModelRounds: 5,
+      // A managed database's failover is 10 to 60 s: 30 s of it, at the rate the in-flight phase holds.
+      outage: { rate: 20, beforeS: 10, cutS: 30, afterS: 20, replyMs: 2000 },
     };
 
 const log = (line: string) => process.stderr.write(`bench: ${line}\n`);
@@ -199,8 +206,15 @@ async function main(): Promise<void> {
       children.died,
       (async () => {
         log(`starting the stack (database ${database}, logs in ${LOG_DIR})`);
-        stack = await startStack(children, stub, database, PROFILE);
-        if (INFLIGHT_ONLY) reportInflight({ quick: QUICK, settings: SETTINGS, inflight: await inflight(stack) });
+        // The outage phase puts a proxy between the service and its database, which it cuts.
+        const databaseProxy = OUTAGE_ONLY ? await tcpProxy({ host: '127.0.0.1', port: 5432 }) : undefined;
+        stack = await startStack(children, stub, database, PROFILE, databaseProxy && ((url) => Object.assign(new URL(url), { port: String(databaseProxy.port) }).toString()));
+        if (databaseProxy) {
+          const o = SETTINGS.outage;
+          log(`outage: ${o.rate} runs a second (each answered by the provider in ${o.replyMs} ms) for ${o.beforeS} s, then PostgreSQL cut for ${o.cutS} s, then ${o.afterS} s more`);
+          reportOutage({ quick: QUICK, outage: await outageFigures(stack, databaseProxy, o) });
+          await databaseProxy.close();
+        } else if (INFLIGHT_ONLY) reportInflight({ quick: QUICK, settings: SETTINGS, inflight: await inflight(stack) });
         else if (REAL_MODEL_ONLY) reportRealModel(await realModel(stack, children));
         else report(await measure(stack, children));
         if (PROFILE) log(`CPU profiles of the API and the worker are written to ${PROFILE_DIR} as they stop; ${await stack.profileTemporal()}`);

@@ -85,7 +85,8 @@ export async function dropDatabase(database: string): Promise<void> {
  * bench/results/profiles/<name>/ (the worker writes one profile per thread), and the Temporal server
  * is sampled by `perf` (bench/temporalProfile.ts).
  */
-export async function startStack(children: Children, stub: BenchStub, database: string, profile: boolean): Promise<Stack> {
+/** `serviceDatabase`: how the API and the worker reach the database, when not straight (the outage phase's proxy). */
+export async function startStack(children: Children, stub: BenchStub, database: string, profile: boolean, serviceDatabase?: (url: string) => string): Promise<Stack> {
   const temporalServer = await startDevServer();
   children.adopt('temporal', temporalServer.process);
   const temporalProfile = profile ? profileGoProcess(temporalServer.process.pid!, TEMPORAL_CLI, path.join(PROFILE_DIR, 'temporal')) : 'not profiled';
@@ -124,6 +125,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     SHUTDOWN_GRACE_MS: '2000',
     // The webhook phase's receiver listens on loopback.
     WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
+    ...(serviceDatabase && { DATABASE_URL: serviceDatabase(process.env.DATABASE_URL!) }),
   };
   const node = (name: string, script: string, args: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
     children.spawn(name, process.execPath, [script, ...args], { ...env, ...extra }).pid!;

@@ -31,6 +31,8 @@ export class BenchStub extends LoopbackServer {
   /** Provider requests being answered now, and the most at once since resetPeak(). */
   inFlight = 0;
   peakInFlight = 0;
+  /** Provider requests by the bench's token in their input: more than one for a token is a call made twice. */
+  readonly callsByToken = new Map<string, number>();
 
   resetPeak(): void {
     this.peakInFlight = this.inFlight;
@@ -62,6 +64,8 @@ export class BenchStub extends LoopbackServer {
     const base = { id: 'chatcmpl-bench', created: Math.floor(Date.now() / 1000), model: String(body.model) };
     const messages = (body.messages ?? []) as { role: string; content: unknown }[];
     const lastUserMessage = JSON.stringify(messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
+    const token = TOKEN.exec(lastUserMessage)?.[1];
+    if (token) this.callsByToken.set(token, (this.callsByToken.get(token) ?? 0) + 1);
     const slow = SLOW.exec(lastUserMessage);
     const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
     if (slow && !body.stream) await wait(Number(slow[1]) * Number(slow[2]));
@@ -70,7 +74,6 @@ export class BenchStub extends LoopbackServer {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'stop' }], usage: USAGE }));
       return;
     }
-    const token = TOKEN.exec(lastUserMessage)?.[1];
     const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] });
     const send = (payload: unknown) => res.write(`data: ${JSON.stringify(payload)}\n\n`);
     const finish = () => {

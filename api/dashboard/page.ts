@@ -10,6 +10,7 @@ import { PROJECT_ROOT } from '../../infra/projectRoot';
 import { CSRF_FIELD, currentSession, requireCsrf } from '../sessions';
 import { readBody } from '../readBody';
 import type { AppState } from '../state';
+import { dependencyFailure } from '../middleware/errorEnvelope';
 
 /** A dashboard page's state: the signed-in session, and the posted form of a POST. */
 export interface PageState extends AppState {
@@ -74,9 +75,10 @@ export async function htmlErrors(ctx: Context, next: Next): Promise<void> {
   try {
     await next();
   } catch (err) {
-    const known = err instanceof ServiceError;
+    const known = err instanceof ServiceError ? err : dependencyFailure(err);
     if (!known) logger.error({ err, request_id: (ctx.state as AppState).requestId }, 'unhandled dashboard error');
-    const failure = known ? err : new ServiceError('internal_error', 'Internal error.');
+    const failure = known ?? new ServiceError('internal_error', 'Internal error.');
+    for (const [name, value] of Object.entries(failure.headers)) ctx.set(name, value);
     render(ctx, 'error', { title: 'Error', message: failure.message, code: failure.code }, failure.httpStatus);
   }
 }
