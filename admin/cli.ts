@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ValidationError } from 'yup';
 import { closeDb } from '../db/sequelize';
+import { closeRedis } from '../db/redis';
 import * as admin from './commands';
 import { watchJob } from './jobWatch';
 
@@ -115,11 +116,11 @@ async function run(argv: string[]): Promise<unknown> {
 run(process.argv.slice(2))
   .then(async (result) => {
     process.stdout.write(JSON.stringify(result) + '\n');
-    await closeDb();
+    await Promise.all([closeDb(), closeRedis()]);
   })
   .catch(async (err) => {
     const known = err instanceof admin.AdminError || err instanceof ValidationError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(JSON.stringify({ error: { message: known ? err.message : `unexpected failure: ${err?.message ?? err}` } }) + '\n');
-    await closeDb();
+    await Promise.all([closeDb(), closeRedis()]);
     process.exit(known ? 2 : 1);
   });

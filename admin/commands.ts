@@ -12,6 +12,7 @@ import { insertMember, revokeMember as writeMemberRevocation } from '../db/membe
 import { revokeAccount } from '../db/oauthModels';
 import { transaction } from '../db/sql';
 import { config } from '../infra/config';
+import { announceKey } from '../api/liveKeyFilter';
 
 /** A refusal the CLI prints as an error object and exits non-zero on. */
 export class AdminError extends Error {}
@@ -71,6 +72,7 @@ async function createKey(kind: KeyKind, owner: { workspaceId?: number; partnerId
   const expiresAt = o.expiresAt === undefined ? null : new Date(o.expiresAt);
   if (expiresAt && Number.isNaN(expiresAt.getTime())) throw new AdminError('--expires-at must be an ISO 8601 timestamp');
   const key = generateApiKey(kind);
+  const hash = hashApiKey(key);
   const publicId = mintId('key');
   const name = o.name ?? null;
   await insertKey({
@@ -80,11 +82,13 @@ async function createKey(kind: KeyKind, owner: { workspaceId?: number; partnerId
     partnerId: owner.partnerId ?? null,
     name,
     environment,
-    hash: hashApiKey(key),
+    hash,
     hint: key.slice(-4),
     scopes,
     expiresAt,
   });
+  // Every API instance admits it from an address that others' failures throttled (api/liveKeyFilter.ts).
+  await announceKey(hash);
   return { id: publicId, key, scopes, environment, expires_at: expiresAt?.toISOString() ?? null, name };
 }
 

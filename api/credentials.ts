@@ -6,6 +6,7 @@ import { findLiveKeyByHash, touchKey } from '../db/apiKeys';
 import { principalFromAccessToken, wwwAuthenticate } from './oauth/accessTokens';
 import type { Audience } from './oauth/resources';
 import type { Principal } from './state';
+import { mayBeLiveKey } from './liveKeyFilter';
 
 /** How long a resolved key is trusted before it is read again: revocation takes effect within this. */
 export const CREDENTIAL_CACHE_MS = 5_000;
@@ -60,16 +61,17 @@ const unauthenticated = (audience: Audience, sent: boolean) =>
  * token, which must have been issued for `audience` (the v2 API's, unless the caller says otherwise):
  * a token for /mcp is refused on the v2 API and the other way round.
  */
-export async function authenticate(authorization: string | undefined, audience: Audience = 'api', o: { knownOnly?: boolean } = {}): Promise<Principal> {
+export async function authenticate(authorization: string | undefined, audience: Audience = 'api', o: { throttled?: boolean } = {}): Promise<Principal> {
   const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
   if (!match) throw unauthenticated(audience, Boolean(authorization));
   const isKey = looksLikeApiKey(match[1]);
   // Tokens are cached per audience: the same value resolves for one and not the other.
   const cacheKey = isKey ? hashApiKey(match[1]) : `${audience}:${hashApiKey(match[1])}`;
   const now = Date.now();
-  // knownOnly (a throttled address): only a credential this process has seen resolve is looked at;
-  // anything else is refused without a lookup.
-  if (o.knownOnly && !known.has(cacheKey)) throw unauthenticated(audience, true);
+  // From a throttled address, nothing is looked up unless it may resolve: a credential this process
+  // has seen resolve, or a key the filter of live keys admits (api/liveKeyFilter.ts). An OAuth access
+  // token must have resolved here before.
+  if (o.throttled && !known.has(cacheKey) && !(isKey && (await mayBeLiveKey(cacheKey)))) throw unauthenticated(audience, true);
   let entry = known.get(cacheKey) ?? unknown.get(cacheKey);
   if (!entry || entry.until <= now) {
     const principal = isKey ? await load(cacheKey) : ((await principalFromAccessToken(match[1], audience)) ?? null);

@@ -40,6 +40,13 @@ export async function findLiveKeyByHash(hash: string, on: Sql = sql): Promise<Ke
   };
 }
 
+const LIVE_HASHES = statement('SELECT key_hash FROM api_keys WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())');
+
+/** The hashes of every key that may authenticate now (unrevoked, unexpired): what each API instance's filter is built from. */
+export async function liveKeyHashes(on: Sql = sql): Promise<string[]> {
+  return (await on.rows<{ key_hash: string }>(LIVE_HASHES, [])).map((r) => r.key_hash);
+}
+
 const TOUCH = statement('UPDATE api_keys SET last_used_at = now() WHERE id = $1');
 
 export async function touchKey(id: number, on: Sql = sql): Promise<void> {

@@ -38,7 +38,7 @@ export interface Authorization<S extends AppState> {
  */
 export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S> {
   return async (ctx, next) => {
-    const principal = await authenticateFrom(ctx.ip, ctx.get('Authorization') !== '' || ctx.cookies.get(SESSION_COOKIE) !== undefined, (knownOnly) => credentialOf(ctx, knownOnly));
+    const principal = await authenticateFrom(ctx.ip, ctx.get('Authorization') !== '' || ctx.cookies.get(SESSION_COOKIE) !== undefined, (throttled) => credentialOf(ctx, throttled));
     if (a.scopes !== 'any') requireScope(principal, a.scopes);
     ctx.state.principal = principal;
     ctx.state.endpoint = a.endpoint;
@@ -60,18 +60,18 @@ export function authorize<S extends AppState>(a: Authorization<S>): Middleware<S
  */
 export function bearerPrincipal(ctx: Context, audience: 'api' | 'mcp'): Promise<Principal> {
   const authorization = ctx.get('Authorization');
-  return authenticateFrom(ctx.ip, authorization !== '', (knownOnly) => authenticate(authorization, audience, { knownOnly }));
+  return authenticateFrom(ctx.ip, authorization !== '', (throttled) => authenticate(authorization, audience, { throttled }));
 }
 
 /**
  * The request's credential: a bearer key when one is sent, else a dashboard session cookie (whose
  * unsafe requests must also carry the session's CSRF token).
  */
-async function credentialOf(ctx: Context, knownOnly: boolean): Promise<Principal> {
+async function credentialOf(ctx: Context, throttled: boolean): Promise<Principal> {
   const authorization = ctx.get('Authorization');
   // Only the MCP dispatcher injects requests (in process): its tool calls carry a token for /mcp.
-  if (isInjection(ctx.req)) return authenticate(authorization, 'mcp', { knownOnly });
-  if (authorization !== '' || !ctx.cookies.get(SESSION_COOKIE)) return authenticate(authorization, 'api', { knownOnly });
+  if (isInjection(ctx.req)) return authenticate(authorization, 'mcp', { throttled });
+  if (authorization !== '' || !ctx.cookies.get(SESSION_COOKIE)) return authenticate(authorization, 'api', { throttled });
   const session = await currentSession(ctx);
   if (!session) throw new ServiceError('authentication_error', 'The dashboard session has ended or is unknown: sign in again.');
   requireCsrf(ctx, session, ctx.get(CSRF_HEADER) || undefined);
@@ -80,11 +80,12 @@ async function credentialOf(ctx: Context, knownOnly: boolean): Promise<Principal
 
 /**
  * Authenticates, counting this failure against the client address if it fails. An address that
- * failed too often is still served for credentials already known to be valid (a key this process has
- * resolved, a live session): customers behind one NAT or proxy are not locked out by whoever shares
- * it. Anything else from it is refused 429 without a lookup.
+ * failed too often is still served for every credential that resolves (a live key, on any instance,
+ * however new; a live session): customers behind one NAT or proxy are not locked out by whoever
+ * shares it. A credential from it that cannot resolve (a key the filter of live keys rules out) is
+ * refused 429 without a lookup.
  */
-async function authenticateFrom(address: string, sent: boolean, resolve: (knownOnly: boolean) => Promise<Principal>): Promise<Principal> {
+async function authenticateFrom(address: string, sent: boolean, resolve: (throttled: boolean) => Promise<Principal>): Promise<Principal> {
   const wait = addressRefusedFor(address);
   try {
     return await resolve(wait !== undefined);

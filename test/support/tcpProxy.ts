@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
  */
 export interface TcpProxy {
   port: number;
+  /** Bytes sent to the dependency so far: a client that sent none made no query. */
+  readonly bytesUp: number;
   cut(): Promise<void>;
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -16,6 +18,7 @@ export interface TcpProxy {
 
 export async function tcpProxy(upstream: { host: string; port: number }): Promise<TcpProxy> {
   const open = new Set<net.Socket>();
+  let bytesUp = 0;
   const track = (socket: net.Socket) => {
     open.add(socket);
     socket.once('close', () => open.delete(socket));
@@ -24,6 +27,7 @@ export async function tcpProxy(upstream: { host: string; port: number }): Promis
     const target = net.connect(upstream.port, upstream.host);
     track(client);
     track(target);
+    client.on('data', (chunk: Buffer) => (bytesUp += chunk.length));
     client.pipe(target).pipe(client);
     // Either side going away takes the other with it, as a dropped network path would.
     client.once('error', () => target.destroy()).once('close', () => target.destroy());
@@ -41,6 +45,9 @@ export async function tcpProxy(upstream: { host: string; port: number }): Promis
   const port = await listen(0);
   return {
     port,
+    get bytesUp() {
+      return bytesUp;
+    },
     async cut() {
       const closed = stopListening();
       for (const socket of open) socket.destroy();
