@@ -1,6 +1,6 @@
 import type { Creator } from '../domain/creators';
 import type { RunInput } from '../domain/runs';
-import type { FiringStatus, OverlapPolicy, ScheduleFields } from '../domain/schedules';
+import type { FiringStatus, PausedReason, OverlapPolicy, ScheduleFields } from '../domain/schedules';
 import { sql, statement, type Sql } from './sql';
 import { creatorOf } from './creators';
 
@@ -24,7 +24,7 @@ export interface ScheduleSpec {
   paused: boolean;
 }
 
-const COLUMNS = `id, public_id, workspace_id, agent_public_id, run, cron, interval_seconds, timezone, overlap, paused,
+const COLUMNS = `id, public_id, workspace_id, agent_public_id, run, cron, interval_seconds, timezone, overlap, paused, paused_reason,
   last_fired_at, last_run, last_status, last_error_code, created_at, updated_at`;
 
 const INSERT = statement(
@@ -41,6 +41,15 @@ export async function insertSchedule(
     s.createdBy.keyKey ?? null, s.createdBy.memberKey ?? null, s.requestId,
   ]);
   return row;
+}
+
+const LOCK_WORKSPACE = statement('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE');
+const COUNT = statement('SELECT count(*)::int AS n FROM schedules WHERE workspace_id = $1 AND deleted_at IS NULL');
+
+/** How many schedules the workspace has, its row locked (inside the caller's transaction) so concurrent creations count one after another. */
+export async function lockedScheduleCount(workspaceId: number, tx: Sql): Promise<number> {
+  await tx.rows(LOCK_WORKSPACE, [workspaceId]);
+  return (await tx.rows<{ n: number }>(COUNT, [workspaceId]))[0].n;
 }
 
 const FIND = statement(`SELECT ${COLUMNS} FROM schedules WHERE public_id = $1 AND workspace_id = $2 AND deleted_at IS NULL`);
@@ -78,8 +87,10 @@ export async function schedulePage(workspaceId: number, offset: number, limit: n
   return on.rows<ScheduleRow>(PAGE, [workspaceId, offset, limit]);
 }
 
+// Resumed (paused false), a schedule that paused itself forgets why, and counts its failures afresh.
 const UPDATE = statement(
-  `UPDATE schedules SET run = $3, cron = $4, interval_seconds = $5, timezone = $6, overlap = $7, paused = $8, updated_at = now()
+  `UPDATE schedules SET run = $3, cron = $4, interval_seconds = $5, timezone = $6, overlap = $7, paused = $8, updated_at = now(),
+                        paused_reason = CASE WHEN $8 THEN paused_reason END, failures_in_a_row = CASE WHEN $8 THEN failures_in_a_row ELSE 0 END
     WHERE public_id = $1 AND workspace_id = $2 AND deleted_at IS NULL RETURNING ${COLUMNS}`,
 );
 
@@ -99,9 +110,21 @@ export function scheduleCreator(scheduleKey: number, on: Sql = sql): Promise<Cre
   return creatorOf('schedules', scheduleKey, on);
 }
 
-const FIRED = statement('UPDATE schedules SET last_fired_at = $2, last_run = $3, last_status = $4, last_error_code = $5 WHERE id = $1');
+const FIRED = statement(
+  `UPDATE schedules SET last_fired_at = $2, last_run = $3, last_status = $4, last_error_code = $5,
+                        failures_in_a_row = CASE WHEN $4 = 'started' THEN 0 ELSE failures_in_a_row + 1 END
+    WHERE id = $1 RETURNING failures_in_a_row AS "failuresInARow"`,
+);
 
-/** Records the schedule's latest firing (inside the firing's transaction, with its events). */
-export async function recordFiring(scheduleKey: number, f: { at: Date; run: string | null; status: FiringStatus; errorCode: string | null }, on: Sql = sql): Promise<void> {
-  await on.rows(FIRED, [scheduleKey, f.at, f.run, f.status, f.errorCode]);
+/** Records the schedule's latest firing (inside the firing's transaction, with its events); how many firings in a row have not run, this one included. */
+export async function recordFiring(scheduleKey: number, f: { at: Date; run: string | null; status: FiringStatus; errorCode: string | null }, on: Sql = sql): Promise<number> {
+  const [row] = await on.rows<{ failuresInARow: number }>(FIRED, [scheduleKey, f.at, f.run, f.status, f.errorCode]);
+  return row?.failuresInARow ?? 0;
+}
+
+const PAUSE_ITSELF = statement(`UPDATE schedules SET paused = true, paused_reason = $2, updated_at = now() WHERE id = $1 AND NOT paused AND deleted_at IS NULL RETURNING ${COLUMNS}`);
+
+/** The schedule pauses itself, saying why; undefined when it was paused already (so it says so once). */
+export async function pauseScheduleItself(scheduleKey: number, reason: PausedReason, on: Sql = sql): Promise<ScheduleRow | undefined> {
+  return (await on.rows<ScheduleRow>(PAUSE_ITSELF, [scheduleKey, JSON.stringify(reason)]))[0];
 }

@@ -52,6 +52,12 @@ export const EVENT_CATALOGUE = {
     preview: false,
     fires_when: "A schedule fired and its workspace's balance did not cover the run: no run started, and the schedule goes on.",
   },
+  'schedule.paused': {
+    resource: 'schedule',
+    scope: 'schedules:read',
+    preview: false,
+    fires_when: 'A schedule paused itself: its creator can no longer run agents, or too many firings in a row could not run. Once per pause; `paused_reason` says why. Resume it with PATCH.',
+  },
   'usage.threshold_reached': { resource: 'usage', scope: 'usage:read', preview: false, fires_when: "A run's settlement takes the workspace's credit balance below its usage threshold." },
 } as const satisfies Record<string, EventKind>;
 

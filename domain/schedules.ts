@@ -24,6 +24,14 @@ export const MIN_INTERVAL_SECONDS = 5;
 
 export type FiringStatus = 'started' | 'blocked' | 'failed';
 
+/** Why a schedule paused itself; none when a caller paused it. */
+export interface PausedReason {
+  /** `failing`: SCHEDULE_PAUSE_AFTER_FAILURES firings in a row could not run; `creator_cannot_run`: whoever created it no longer may run agents. */
+  code: 'failing' | 'creator_cannot_run';
+  message: string;
+  paused_at: string;
+}
+
 export interface ScheduleFields {
   public_id: string;
   agent_public_id: string;
@@ -37,6 +45,7 @@ export interface ScheduleFields {
   last_run: string | null;
   last_status: FiringStatus | null;
   last_error_code: string | null;
+  paused_reason: PausedReason | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -53,6 +62,7 @@ export function scheduleObject(row: ScheduleFields): Record<string, unknown> {
     timezone: row.timezone,
     overlap: row.overlap,
     paused: row.paused,
+    paused_reason: row.paused_reason,
     last_firing: row.last_fired_at && {
       fired_at: row.last_fired_at.toISOString(),
       status: row.last_status,

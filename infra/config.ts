@@ -93,6 +93,8 @@ export interface Config {
   trustProxyHops: number;
   /** Failed authentications a client address may make per 60 s before it is refused (0: unlimited). */
   authFailureLimit: number;
+  /** Schedules one workspace may have (SCHEDULES_PER_WORKSPACE), and firings in a row that could not run after which one pauses itself. */
+  schedules: { perWorkspace: number; pauseAfterFailures: number };
   /** `kid:base64key,…` (the first encrypts); unset: a development key derived from SIGNING_SECRET. */
   payloadEncryptionKeys: string | undefined;
   /** Where a worker serves its Prometheus metrics (Temporal's SDK metrics and the activities'); unset, nowhere. */
@@ -171,6 +173,7 @@ export function loadConfig(): Config {
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000),
     apiWaitGraceMs: int('API_WAIT_GRACE_MS', API_WAIT_GRACE_MS),
     authFailureLimit: int('AUTH_FAILURE_LIMIT', 60),
+    schedules: { perWorkspace: Math.max(0, int('SCHEDULES_PER_WORKSPACE', 25)), pauseAfterFailures: Math.max(1, int('SCHEDULE_PAUSE_AFTER_FAILURES', 5)) },
     trustProxyHops: int('TRUST_PROXY_HOPS', 0),
     payloadEncryptionKeys: process.env.PAYLOAD_ENCRYPTION_KEYS || undefined,
     codecOperatorToken: process.env.CODEC_OPERATOR_TOKEN || undefined,

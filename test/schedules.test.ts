@@ -4,8 +4,13 @@ import { fireSchedule } from '../activities/schedules';
 import { creditWorkspace } from '../db/workspaces';
 import { db } from '../db/sequelize';
 import { dataConverter } from '../infra/payloadCodec';
-import { type Answer, call, callsHeld, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
+import { revokeKey } from '../admin/commands';
+import { type Answer, call, callsHeld, inOneRateWindow, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 
+// This file's own limits (its in-process API and the firings it plans itself read them).
+process.env.SCHEDULES_PER_WORKSPACE = '3';
+process.env.SCHEDULE_PAUSE_AFTER_FAILURES = '3';
+process.env.RATE_LIMIT_AGENT = '4';
 const api = useApi();
 let client: Client;
 beforeAll(async () => {
@@ -69,6 +74,7 @@ describe('schedules', () => {
       timezone: 'Europe/Paris',
       overlap: 'skip',
       paused: false,
+      paused_reason: null,
       last_firing: null,
       created_at: expect.any(String),
       updated_at: expect.any(String),
@@ -214,5 +220,66 @@ describe('schedules', () => {
     const theirs = (await create(other, {})).body.id as string;
     expect((await read(t, theirs)).status).toBe(404);
     expect((await call(api.url, 'PATCH', `/api/v2/schedules/${theirs}`, { key: t.key, body: { paused: true } })).status).toBe(404);
+  });
+});
+
+describe('schedules are bounded', () => {
+  const firing = (id: string, n: number) => ({ scheduleId: id, firingId: `${id}-${n}`, firedAt: Date.parse('2026-11-27T08:00:00Z') + n * 1000 });
+  const eventsOf = async (t: Tenant, type: string) => (await outboxOf(t.workspace)).filter((e) => e.type === type);
+
+  it('a workspace has at most SCHEDULES_PER_WORKSPACE schedules: 409 schedule_limit_reached, and a deleted one frees its place', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await create(t, {})).body.id as string);
+    const refused = await create(t, {});
+    expect([refused.status, refused.body.error.code]).toEqual([409, 'schedule_limit_reached']);
+    expect(refused.body.error.message).toMatch(/3 schedules/);
+    expect((await call(api.url, 'GET', '/api/v2/schedules', { key: t.key })).body.data).toHaveLength(3);
+    await call(api.url, 'DELETE', `/api/v2/schedules/${ids[0]}`, { key: t.key });
+    expect((await create(t, {})).status).toBe(201);
+  });
+
+  it('pauses itself after SCHEDULE_PAUSE_AFTER_FAILURES firings in a row that could not run, with one schedule.paused event; resuming clears why', async () => {
+    const t = await tenant({ scopes: SCOPES, credits: 0, listened: true });
+    const id = (await create(t, {})).body.id as string;
+    for (let n = 1; n <= 4; n++) await fireSchedule(firing(id, n));
+    const paused = (await read(t, id)).body;
+    expect(paused).toMatchObject({ paused: true, paused_reason: { code: 'failing', message: expect.stringMatching(/^3 firings in a row could not run \(the last: usage_blocked/) }, last_firing: { status: 'blocked' } });
+    expect((await client.schedule.getHandle(id).describe()).state).toMatchObject({ paused: true, note: paused.paused_reason.message });
+    // One event for the pause, however many firings came after it; one schedule.run_blocked per blocked firing.
+    const [event, ...more] = await eventsOf(t, 'schedule.paused');
+    expect(more).toEqual([]);
+    expect(event.envelope.data.object).toMatchObject({ id, object: 'schedule', paused: true, paused_reason: { code: 'failing' } });
+    expect(await eventsOf(t, 'schedule.run_blocked')).toHaveLength(4);
+
+    const resumed = await call(api.url, 'PATCH', `/api/v2/schedules/${id}`, { key: t.key, body: { paused: false } });
+    expect(resumed.body).toMatchObject({ paused: false, paused_reason: null });
+    // Counted afresh: the next failure alone does not pause it again.
+    await fireSchedule(firing(id, 5));
+    expect((await read(t, id)).body).toMatchObject({ paused: false, paused_reason: null });
+  });
+
+  it('pauses itself at once when its creator can no longer run agents, and says why', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const id = (await create(t, {})).body.id as string;
+    const [{ key }] = await db().query<{ key: string }>('SELECT k.public_id AS key FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id WHERE w.public_id = :ws', { replacements: { ws: t.workspace }, type: QueryTypes.SELECT });
+    await revokeKey({ id: key });
+    expect(await fireSchedule(firing(id, 1))).toEqual({});
+    const [row] = await db().query<{ paused: boolean; paused_reason: { code: string; message: string }; last_error_code: string }>('SELECT paused, paused_reason, last_error_code FROM schedules WHERE public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
+    expect(row).toMatchObject({ paused: true, paused_reason: { code: 'creator_cannot_run', message: expect.stringMatching(/no longer holds "agents:run"/) }, last_error_code: 'permission_denied' });
+    expect((await client.schedule.getHandle(id).describe()).state.paused).toBe(true);
+  });
+
+  it('its firings count against the workspace’s rate limits, as requests to run the agent', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    const id = (await create(t, {})).body.id as string;
+    const outcomes = await inOneRateWindow(async () => {
+      const planned = [];
+      for (let n = 1; n <= 5; n++) planned.push(await fireSchedule(firing(id, n)));
+      return planned;
+    });
+    expect(outcomes.map((o) => o.run !== undefined)).toEqual([true, true, true, true, false]);
+    expect((await read(t, id)).body.last_firing).toMatchObject({ status: 'failed', error_code: 'rate_limited', run: null });
+    await db().query('DELETE FROM credit_reservations WHERE run_public_id IN (:runs)', { replacements: { runs: outcomes.flatMap((o) => (o.run ? [o.run.runId] : [])) } });
   });
 });

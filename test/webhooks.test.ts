@@ -473,7 +473,7 @@ describe('partner webhook access', () => {
     for (const key of [merchantKey, p.key]) {
       const catalogue = await call(api.url, 'GET', '/api/v2/webhooks/catalogue/', { key });
       expect(catalogue.status).toBe(200);
-      expect(catalogue.body.data).toHaveLength(13);
+      expect(catalogue.body.data).toHaveLength(14);
       expect(catalogue.body.data.find((t: { type: string }) => t.type === 'message.sent')).toMatchObject({ resource: 'message', scope: 'messages:read', preview: false });
       expect(catalogue.body.data.filter((t: { preview: boolean }) => t.preview).map((t: { type: string }) => t.type).sort()).toEqual(['conversation.completed', 'lead.hot', 'lead.verification_requested']);
     }

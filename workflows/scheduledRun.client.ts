@@ -67,6 +67,11 @@ export async function putRunSchedule(client: Client, row: ScheduleRow, workspace
   });
 }
 
+/** Pauses the Temporal Schedule, with a note the Temporal UI shows (the schedule paused itself: domain/schedules.ts). */
+export async function pauseRunSchedule(client: Client, scheduleId: string, note: string): Promise<void> {
+  await client.schedule.getHandle(scheduleId).pause(note);
+}
+
 /** Deletes the Temporal Schedule (a firing already running goes on); gone already is fine. */
 export async function deleteRunSchedule(client: Client, scheduleId: string): Promise<void> {
   await client.schedule

@@ -25,6 +25,7 @@ const OBJECTS: Record<(typeof EVENT_CATALOGUE)[EventType]['resource'], JsonSchem
   ),
   usage: closed({ workspace: publicId('workspace'), balance: integer({ description: 'Credits left.' }), threshold: integer() }),
   lead: anyObject('Preview: the field layout is not fixed yet.'),
+  schedule: ref('Schedule'),
   schedule_firing: closed({
     object: constant('schedule_firing'),
     schedule: publicId('schedule'),

@@ -18,6 +18,16 @@ export const schedules: Resource = {
       timezone: string(),
       overlap: oneOfValues(OVERLAP_POLICIES),
       paused: boolean(),
+      paused_reason: {
+        ...orNull(
+          closed({
+            code: oneOfValues(['failing', 'creator_cannot_run'], '`failing`: `SCHEDULE_PAUSE_AFTER_FAILURES` firings in a row could not run; `creator_cannot_run`: the credential that created it can no longer run agents.'),
+            message: string(),
+            paused_at: timestamp(),
+          }),
+        ),
+        description: 'Why the schedule paused itself (schedule.paused); null when it runs, or a caller paused it. Resuming it (`paused: false`) clears it.',
+      },
       last_firing: orNull(
         closed({
           fired_at: timestamp(),
@@ -41,7 +51,7 @@ export const schedules: Resource = {
         access: access('schedules:write'),
         request: CreateSchedule,
         responses: { '201': json('The schedule.', ref('Schedule'), { ...LOCATION, ...replayMarker('Idempotent-Replay') }) },
-        errors: ['agent_not_found', 'idempotency_conflict'],
+        errors: ['agent_not_found', 'idempotency_conflict', 'schedule_limit_reached'],
       }),
       get: operation('get', {
         id: 'listSchedules',

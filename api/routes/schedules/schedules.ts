@@ -1,11 +1,13 @@
 import Router from '@koa/router';
 import type { Client } from '@temporalio/client';
 import type { Context, Next } from 'koa';
+import { ServiceError } from '../../../domain/errors';
 import { mintId } from '../../../domain/ids';
 import { scheduleObject } from '../../../domain/schedules';
 import { findAgentInWorkspace } from '../../../db/agents';
-import { deleteSchedule, findSchedule, insertSchedule, lockSchedule, schedulePage, updateSchedule, type ScheduleRow } from '../../../db/schedules';
+import { deleteSchedule, findSchedule, insertSchedule, lockedScheduleCount, lockSchedule, schedulePage, updateSchedule, type ScheduleRow } from '../../../db/schedules';
 import { transaction, type Sql } from '../../../db/sql';
+import { config } from '../../../infra/config';
 import { temporal } from '../../../infra/temporalClient';
 import { deleteRunSchedule, putRunSchedule } from '../../../workflows/scheduledRun.client';
 import { requireScope } from '../../credentials';
@@ -28,6 +30,18 @@ async function inStep(write: (tx: Sql) => Promise<ScheduleRow | undefined>, sync
     if (row) await sync(client, row);
     return row;
   });
+}
+
+/**
+ * A workspace has at most SCHEDULES_PER_WORKSPACE schedules: each firing is a run and its workflows
+ * on the queue every workspace shares. Counted with the workspace locked, so two creations at once
+ * cannot both take the last place.
+ */
+async function withinLimit(workspaceId: number, tx: Sql): Promise<void> {
+  const limit = config().schedules.perWorkspace;
+  if ((await lockedScheduleCount(workspaceId, tx)) >= limit) {
+    throw new ServiceError('schedule_limit_reached', `This workspace has ${limit} schedules, the most it may have: delete one before creating another.`);
+  }
 }
 
 /** Creating or changing a schedule decides what its firings run: it needs what running them needs, besides schedules:write. */
@@ -57,8 +71,9 @@ export function schedulesRoutes(router: Router<AppState>): void {
       const row =
         earlier ??
         (await inStep(
-          (tx) =>
-            insertSchedule(
+          async (tx) => {
+            await withinLimit(workspace.id, tx);
+            return insertSchedule(
               {
                 publicId: id,
                 workspaceId: workspace.id,
@@ -73,7 +88,8 @@ export function schedulesRoutes(router: Router<AppState>): void {
                 requestId: ctx.state.requestId,
               },
               tx,
-            ),
+            );
+          },
           (client, written) => putRunSchedule(client, written, workspace),
         ))!;
       ctx.status = 201;
