@@ -1,3 +1,6 @@
+import { createHash } from 'node:crypto';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { unavailableDependency } from '../infra/dependencyErrors';
 import { actionOutcome, insertActions, resolveAction } from '../db/runActions';
 import { lowerHold } from '../db/creditReservations';
 import { transaction } from '../db/sql';
@@ -26,26 +29,46 @@ export interface RequiredActions {
  * an earlier attempt are not recorded, held or announced twice.
  */
 export async function requireActions(r: RequiredActions): Promise<void> {
+  try {
+    await recordRequiredActions(r);
+  } catch (err) {
+    // Bookkeeping retries until it succeeds through an outage, but a write that fails for what it
+    // writes would fail forever, holding the run's credits and its turn: the run fails instead.
+    if (unavailableDependency(err) || Context.current().info.attempt < REQUIRE_ACTIONS_ATTEMPTS) throw err;
+    throw ApplicationFailure.create({ type: 'internal_error', message: `The calls the run waits on could not be recorded: ${String(err)}`, nonRetryable: true });
+  }
+}
+
+/** Tries of recording the calls that wait before a failure that is not an outage fails the run. */
+const REQUIRE_ACTIONS_ATTEMPTS = 5;
+
+async function recordRequiredActions(r: RequiredActions): Promise<void> {
   const { input } = r;
+  const calls = r.calls.map((call) => ({ ...call, arguments_sha256: argumentsSha256(call.arguments ?? '') }));
   const fresh = await transaction(async (sql) => {
-    const inserted = await insertActions(input.runId, r.round, r.calls, sql);
+    const inserted = await insertActions(input.runId, r.round, calls, sql);
     if (inserted.length === 0) return false;
     await lowerHold(input.runId, heldWhileWaiting(costInputOf({ ...input, config: input.agent.config }), r.callsMade, r.consumed), sql);
     const outbox = outboxOf(input);
-    // A client tool's arguments are the model's words: the partner reads them from the run, never from the event.
-    const calls = r.calls.map(({ arguments: _, ...call }) => call);
-    outbox.add('agent.run.action_required', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running', required_action: requiredAction(input.runId, calls) });
+    // The arguments are the model's words: the partner reads them from the run, never from the event.
+    const announced = calls.map(({ arguments: _, ...call }) => call);
+    outbox.add('agent.run.action_required', { id: input.runId, agent: input.agent.publicId, agent_version: input.agent.version, status: 'running', required_action: requiredAction(input.runId, announced) });
     await outbox.write(sql);
     return true;
   });
   if (!fresh) return;
   const stream = new RunEvents(input.runId);
-  for (const call of r.calls) stream.emit('response.tool.action_required', { id: input.runId, ...call, submit_to: actionsPath(input.runId) });
+  for (const call of calls) stream.emit('response.tool.action_required', { id: input.runId, ...call, submit_to: actionsPath(input.runId) });
   // The stream outlives the wait: a client resumes it when the answer comes, however late.
-  const longest = Math.max(...r.calls.map((call) => Date.parse(call.expires_at))) - Date.now();
+  const longest = Math.max(...calls.map((call) => Date.parse(call.expires_at))) - Date.now();
   stream.expireIn(RUN_EVENTS_TTL_S + Math.ceil(Math.max(0, longest) / 1000));
   stream.announceWaiting();
   await stream.flush();
+}
+
+/** What an approval names to approve exactly these arguments: their SHA-256, hex. */
+export function argumentsSha256(args: string): string {
+  return createHash('sha256').update(args, 'utf8').digest('hex');
 }
 
 export interface ClosedAction {

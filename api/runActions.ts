@@ -10,6 +10,17 @@ import { notFound } from './tenancy';
 
 const cancelledWhileWaiting = (runId: string, callId: string) => new ServiceError('action_not_pending', `Run ${runId} was cancelled while it waited on call ${callId}.`);
 
+/**
+ * An approval approves the arguments it was shown: it names their hash, which must be the call's. A
+ * call recorded before calls had one is approved as before; a denial approves nothing.
+ */
+function approvedOtherArguments(row: ActionRow, answer: ActionAnswer): string | undefined {
+  if (answer.decision !== 'approve' || row.arguments_sha256 === null) return undefined;
+  if (answer.arguments_sha256 === undefined) return `To approve ${row.call_id}, send the arguments_sha256 it shows (${row.arguments_sha256}): the decision approves exactly those arguments.`;
+  if (answer.arguments_sha256 !== row.arguments_sha256) return `${row.call_id} waits on arguments whose arguments_sha256 is ${row.arguments_sha256}, not ${answer.arguments_sha256}: read the run again and decide on what it shows.`;
+  return undefined;
+}
+
 /** What an answer to a call no longer waiting gets: its outcome again (a replay), or a 409 when it was never answered. */
 function closed(row: ActionRow, run: RunResponse): ActionOutcome {
   if (row.status === 'expired') throw new ServiceError('action_not_pending', `Call ${row.call_id} was not answered by ${row.expires_at.toISOString()}: it was denied.`);
@@ -28,7 +39,9 @@ export async function answerAction(run: RunResponse, answer: ActionAnswer): Prom
   const row = await findAction(run.id, answer.call_id);
   if (!row) throw notFound('action_not_found');
   if (row.status !== 'pending' || TERMINAL_STATUSES.has(run.status)) return closed(row, run);
-  const mismatch = answerMismatch(row.type, answer);
+  // Past its deadline a call is denied, whether or not a lagging worker has closed it yet.
+  if (row.expires_at.getTime() <= Date.now()) throw new ServiceError('action_not_pending', `Call ${row.call_id} was not answered by ${row.expires_at.toISOString()}: it was denied.`);
+  const mismatch = answerMismatch(row.type, answer) ?? approvedOtherArguments(row, answer);
   if (mismatch) throw invalidRequest(mismatch);
   try {
     const outcome = await answerRunAction(await temporal(), run.id, `${row.call_id}#${row.round}`, answer);

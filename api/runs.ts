@@ -23,7 +23,14 @@ export const RUN_READER_SCOPES = ['agents:run', 'responses:create', 'messages:cr
 /** The kinds of run the caller may read: each kind needs the scope that creates it. */
 export const readableKinds = (principal: Principal): RunKind[] => (Object.keys(SCOPE_OF_KIND) as RunKind[]).filter((kind) => principal.scopes.has(SCOPE_OF_KIND[kind]));
 
-const readable = (principal: Principal, kind: string | undefined) => kind !== undefined && principal.scopes.has(SCOPE_OF_KIND[kind as RunKind]);
+/**
+ * `actions:approve` may decide on the calls of runs of every kind, so it reads them all (an approver
+ * sees what it approves), but runs nothing and answers no client tool.
+ */
+export const APPROVER_SCOPE = 'actions:approve';
+
+const readable = (principal: Principal, kind: string | undefined, approver: boolean) =>
+  kind !== undefined && (principal.scopes.has(SCOPE_OF_KIND[kind as RunKind]) || (approver && principal.scopes.has(APPROVER_SCOPE)));
 
 /**
  * The run as it stands, for the caller's workspace only and for a caller with the scope its kind
@@ -31,10 +38,10 @@ const readable = (principal: Principal, kind: string | undefined) => kind !== un
  * 404 as a missing one. A run is recorded when a worker takes it up; before that it is described from
  * its workflow's search attributes and memo, checked against the workspace before anything is read.
  */
-export async function runAsItStands(principal: Principal, publicId: string): Promise<RunResponse> {
+export async function runAsItStands(principal: Principal, publicId: string, o: { approver?: boolean } = {}): Promise<RunResponse> {
   const workspace = workspaceOf(principal);
   const row = await findRun(workspace.id, publicId);
-  if (row && !readable(principal, row.kind)) throw notFound('run_not_found');
+  if (row && !readable(principal, row.kind, o.approver === true)) throw notFound('run_not_found');
   if (row) {
     return toRunResponse({
       id: row.public_id,
@@ -54,7 +61,7 @@ export async function runAsItStands(principal: Principal, publicId: string): Pro
   }
   if (!hasPrefix('run', publicId)) throw notFound('run_not_found');
   const described = await describeRun(await temporal(), publicId);
-  if (!described || described.workspace !== workspace.publicId || !readable(principal, described.kind)) throw notFound('run_not_found');
+  if (!described || described.workspace !== workspace.publicId || !readable(principal, described.kind, o.approver === true)) throw notFound('run_not_found');
   const { memo } = described;
   return toRunResponse({
     id: publicId,

@@ -10,19 +10,20 @@ export interface ActionRow {
   type: ActionType;
   tool: string;
   arguments: string | null;
+  arguments_sha256: string | null;
   status: ActionStatus;
   reason: string | null;
   expires_at: Date;
   answered_at: Date | null;
 }
 
-const COLUMNS = 'r.public_id AS run, a.round, a.call_id, a.type, a.tool, a.arguments, a.status, a.reason, a.expires_at, a.answered_at';
+const COLUMNS = 'r.public_id AS run, a.round, a.call_id, a.type, a.tool, a.arguments, a.arguments_sha256, a.status, a.reason, a.expires_at, a.answered_at';
 
 // Safe to repeat (a retried activity): the calls already written are left as they are, and only the new ones returned.
 const INSERT = statement(
-  `INSERT INTO run_actions (run_id, round, call_id, type, tool, arguments, expires_at)
-   SELECT r.id, $2, c.call_id, c.type, c.tool, c.arguments, c.expires_at
-     FROM runs r, jsonb_to_recordset($3::jsonb) AS c(call_id text, type text, tool text, arguments text, expires_at timestamptz)
+  `INSERT INTO run_actions (run_id, round, call_id, type, tool, arguments, arguments_sha256, expires_at)
+   SELECT r.id, $2, c.call_id, c.type, c.tool, c.arguments, c.arguments_sha256, c.expires_at
+     FROM runs r, jsonb_to_recordset($3::jsonb) AS c(call_id text, type text, tool text, arguments text, arguments_sha256 text, expires_at timestamptz)
     WHERE r.public_id = $1
    ON CONFLICT (run_id, round, call_id) DO NOTHING RETURNING call_id`,
 );

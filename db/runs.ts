@@ -224,7 +224,7 @@ const IN_WORKSPACE = statement(
   `SELECT r.public_id, r.status, r.kind, a.public_id AS agent, r.agent_version, c.public_id AS conversation, c.internal,
           r.output, r.usage, r.metadata, r.request_id, r.trace_id,
           CASE WHEN r.status = 'running' THEN
-            (SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('call_id', x.call_id, 'type', x.type, 'tool', x.tool, 'arguments', x.arguments, 'expires_at', x.expires_at)) ORDER BY x.id)
+            (SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('call_id', x.call_id, 'type', x.type, 'tool', x.tool, 'arguments', x.arguments, 'arguments_sha256', x.arguments_sha256, 'expires_at', x.expires_at)) ORDER BY x.id)
                FROM run_actions x WHERE x.run_id = r.id AND x.status = 'pending')
           END AS pending
      FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN conversations c ON c.id = r.conversation_id

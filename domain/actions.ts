@@ -35,12 +35,18 @@ export function longestWaitMs(config: AgentConfig): number {
   return (config.tools ?? []).some((tool) => actionOf(tool)) ? MAX_TOOL_ROUNDS * actionTimeoutMs(config) : 0;
 }
 
-/** One call the run waits on, as the run object and the stream show it. Arguments only for a client tool (it runs them). */
+/**
+ * One call the run waits on, as the run object and the stream show it: its arguments (what an
+ * approver approves, what a client tool runs) and their SHA-256 (hex), which an approval names so
+ * that it approves exactly what it was shown. The hash is added where the call is recorded
+ * (activities/actions.ts); calls recorded before it existed have none.
+ */
 export interface RequiredCall {
   call_id: string;
   type: ActionType;
   tool: string;
   arguments?: string;
+  arguments_sha256?: string;
   expires_at: string;
 }
 
@@ -56,10 +62,11 @@ export function requiredAction(runId: string, calls: RequiredCall[]): RequiredAc
   return { calls, submit_to: actionsPath(runId) };
 }
 
-/** A caller's answer: a decision for an approval, the output for a client tool. */
+/** A caller's answer: a decision for an approval (an approval naming the hash of the arguments it approves), the output for a client tool. */
 export interface ActionAnswer {
   call_id: string;
   decision?: 'approve' | 'deny';
+  arguments_sha256?: string;
   reason?: string;
   output?: string;
 }

@@ -47,6 +47,8 @@ export const SCOPES = [
   // beyond the spec: runs on a schedule
   'schedules:read',
   'schedules:write',
+  // beyond the spec: decide on tool calls that wait for approval, without being able to run agents
+  'actions:approve',
   // staff only
   'ops:read',
   'ops:write',

@@ -17,6 +17,15 @@ export interface ToolCall {
   arguments: string;
 }
 
+/**
+ * A model's tool-call arguments as every later step takes them: a NUL or a lone surrogate (which
+ * PostgreSQL cannot store, in text or jsonb) becomes U+FFFD, once, where the reply arrives, so that
+ * what an approver is shown, what is recorded and what is called are the same text.
+ */
+export function storableText(text: string): string {
+  return text.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+}
+
 /** The transcript of tool rounds so far, in the provider's wire shape. */
 export type ToolTurn =
   | { role: 'assistant'; content: string | null; tool_calls: ToolCall[] }

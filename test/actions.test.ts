@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
@@ -12,6 +12,7 @@ import { parseAgentConfig } from '../api/validation/agentConfig';
 import { costInputOf, maxRunCost } from '../domain/billing';
 import { dataConverter } from '../infra/payloadCodec';
 import { startRun } from '../workflows/agentRun.client';
+import { createWorkspaceKey } from '../admin/commands';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
 import { type Answer, call, providerRequests, runInputFor, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 import { frames, openStream, type Frame } from './support/sse';
@@ -52,6 +53,8 @@ const refund = (order: string) => ({ name: 'refund', arguments: JSON.stringify({
 
 const respond = (t: Tenant, input: string) => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input } });
 const answer = (t: Tenant, runId: string, body: Record<string, unknown>) => call(api.url, 'POST', `/api/v2/runs/${runId}/actions`, { key: t.key, body });
+/** Approving names the arguments approved: those of the refund of `order`. */
+const approval = (order: string) => ({ call_id: 'call_0', decision: 'approve', arguments_sha256: createHash('sha256').update(refund(order).arguments).digest('hex') });
 const readRun = async (t: Tenant, runId: string) => (await call(api.url, 'GET', `/api/v2/runs/${runId}`, { key: t.key })).body;
 /** The run once settled (a stateless run's output is not kept: the model's requests show what it was told). */
 const settled = (t: Tenant, runId: string) =>
@@ -74,9 +77,10 @@ describe('tool calls that wait for people', () => {
     expect(first.status).toBe(202);
     const runId = first.body.id as string;
     expect(first.headers.get('location')).toBe(`/api/v2/runs/${runId}`);
-    expect(first.body).toMatchObject({ status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'approval', tool: 'refund', expires_at: expect.any(String) }], submit_to: `/api/v2/runs/${runId}/actions` } });
-    // An approval shows no arguments; nothing was called yet.
-    expect(first.body.required_action.calls[0].arguments).toBeUndefined();
+    // The approver sees what it approves: the arguments, and their hash to approve them by. Nothing was called yet.
+    const args = refund(order).arguments;
+    const sha256 = createHash('sha256').update(args).digest('hex');
+    expect(first.body).toMatchObject({ status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'approval', tool: 'refund', arguments: args, arguments_sha256: sha256, expires_at: expect.any(String) }], submit_to: `/api/v2/runs/${runId}/actions` } });
     expect(receivedFor(order)).toEqual([]);
     expect((await readRun(t, runId)).required_action).toEqual(first.body.required_action);
 
@@ -91,7 +95,7 @@ describe('tool calls that wait for people', () => {
       "SELECT envelope FROM outbox_events WHERE type = 'agent.run.action_required' AND envelope->'data'->'object'->>'id' = :runId",
       { replacements: { runId }, type: QueryTypes.SELECT },
     );
-    expect(event.envelope.data.object).toEqual({ id: runId, agent: t.agent, agent_version: 1, status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'approval', tool: 'refund', expires_at: expect.any(String) }], submit_to: `/api/v2/runs/${runId}/actions` } });
+    expect(event.envelope.data.object).toEqual({ id: runId, agent: t.agent, agent_version: 1, status: 'running', required_action: { calls: [{ call_id: 'call_0', type: 'approval', tool: 'refund', arguments_sha256: sha256, expires_at: expect.any(String) }], submit_to: `/api/v2/runs/${runId}/actions` } });
 
     // The reconciler leaves it to its workflow while it waits: it is not among the open runs it describes.
     const [{ key }] = await db().query<{ key: string }>('SELECT id AS key FROM runs WHERE public_id = :runId', { replacements: { runId }, type: QueryTypes.SELECT });
@@ -102,7 +106,14 @@ describe('tool calls that wait for people', () => {
     await expect(handle.executeUpdate('answerAction', { args: [{ call_id: 'call_9', decision: 'approve' }] })).rejects.toThrow(WorkflowUpdateFailedError);
     await expect(handle.executeUpdate('answerAction', { args: [{ call_id: 'call_0', output: 'done' }] })).rejects.toThrow(WorkflowUpdateFailedError);
 
-    const approved = await answer(t, runId, { call_id: 'call_0', decision: 'approve' });
+    // A decision approves exactly the arguments it names: none, or others, are refused and change nothing.
+    const unbound = await answer(t, runId, { call_id: 'call_0', decision: 'approve' });
+    expect([unbound.status, unbound.body.error.message]).toEqual([400, expect.stringContaining(sha256)]);
+    const other = await answer(t, runId, { call_id: 'call_0', decision: 'approve', arguments_sha256: createHash('sha256').update('{"amount":5000}').digest('hex') });
+    expect([other.status, other.body.error.message]).toEqual([400, expect.stringMatching(/read the run again/)]);
+    expect(await acceptedUpdates(runId)).toBe(0);
+
+    const approved = await answer(t, runId, { call_id: 'call_0', decision: 'approve', arguments_sha256: sha256 });
     expect(approved.status).toBe(200);
     expect(approved.body).toEqual({ object: 'run.action', run: runId, call_id: 'call_0', type: 'approval', tool: 'refund', status: 'approved', answered_at: expect.any(String) });
     const run = await settled(t, runId);
@@ -128,7 +139,7 @@ describe('tool calls that wait for people', () => {
     const stranger = await tenant();
     expect((await answer(stranger, runId, { call_id: 'call_0', decision: 'approve' })).body.error.code).toBe('run_not_found');
 
-    const [a, b] = await Promise.all([answer(t, runId, { call_id: 'call_0', decision: 'deny', reason: 'over the limit' }), answer(t, runId, { call_id: 'call_0', decision: 'approve' })]);
+    const [a, b] = await Promise.all([answer(t, runId, { call_id: 'call_0', decision: 'deny', reason: 'over the limit' }), answer(t, runId, approval(order))]);
     expect([a.status, b.status]).toEqual([200, 200]);
     expect(b.body).toEqual(a.body);
     await settled(t, runId);
@@ -168,7 +179,7 @@ describe('tool calls that wait for people', () => {
       break;
     }
     const runId = action!.data.id as string;
-    expect(action!.data).toEqual({ id: runId, call_id: 'call_0', type: 'client_tool', tool: 'get_location', arguments: '{"precision":"city"}', expires_at: expect.any(String), submit_to: `/api/v2/runs/${runId}/actions` });
+    expect(action!.data).toEqual({ id: runId, call_id: 'call_0', type: 'client_tool', tool: 'get_location', arguments: '{"precision":"city"}', arguments_sha256: createHash('sha256').update('{"precision":"city"}').digest('hex'), expires_at: expect.any(String), submit_to: `/api/v2/runs/${runId}/actions` });
     gone.abort();
 
     // Going away while the run waits did not cancel it.
@@ -233,10 +244,39 @@ describe('tool calls that wait for people', () => {
     await until(async () => (await readRun(t, input.runId)).required_action, 'the run to wait');
     await first.shutdown();
     workers.push(await startWorkers([queue]));
-    const approved: Answer = await answer(t, input.runId, { call_id: 'call_0', decision: 'approve' });
+    const approved: Answer = await answer(t, input.runId, approval(order));
     expect(approved.body.status).toBe('approved');
     expect((await settled(t, input.runId)).status).toBe('completed');
     expect(await toolResults(t)).toEqual(['{"refunded":true}']);
+    expect(receivedFor(order)).toHaveLength(1);
+  });
+
+  it('actions:approve: a key that cannot run agents reads the run and decides on its approvals, and nothing else', async () => {
+    const order = randomUUID();
+    const t = await tenant({ config: refundTool() });
+    await scriptModel(t.model, [{ toolCalls: [refund(order)] }, { text: 'Refunded.' }]);
+    const runId = (await respond(t, 'Refund my order')).body.id as string;
+    const approver = { ...t, key: (await createWorkspaceKey({ workspace: t.workspace, scopes: 'actions:approve' })).key };
+
+    expect((await readRun(approver, runId)).required_action.calls[0]).toMatchObject({ tool: 'refund', arguments: refund(order).arguments });
+    expect((await respond(approver, 'Refund another')).status).toBe(403);
+    expect((await answer(approver, runId, { call_id: 'call_0', output: 'done' })).body.error.code).toBe('permission_denied');
+    expect((await answer(approver, runId, approval(order))).body.status).toBe('approved');
+    expect((await settled(t, runId)).status).toBe('completed');
+    expect(receivedFor(order)).toHaveLength(1);
+  });
+
+  it('arguments with a NUL or a lone surrogate are shown, recorded and called as the same text, and the run goes on', async () => {
+    const t = await tenant({ config: refundTool() });
+    const order = randomUUID();
+    const raw = JSON.stringify({ order }).replace('}', ',"note":"a\u0000b\ud800c"}');
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'refund', arguments: raw }] }, { text: 'Refunded.' }]);
+    const first = await respond(t, 'Refund my order');
+    expect(first.status).toBe(202);
+    const [pending] = first.body.required_action.calls;
+    expect(pending.arguments).toBe(raw.replace('\u0000', '\uFFFD').replace('\ud800', '\uFFFD'));
+    expect((await answer(t, first.body.id, { call_id: 'call_0', decision: 'approve', arguments_sha256: pending.arguments_sha256 })).body.status).toBe('approved');
+    expect((await settled(t, first.body.id)).status).toBe('completed');
     expect(receivedFor(order)).toHaveLength(1);
   });
 });

@@ -184,7 +184,8 @@ if (process.env.RECORD_HISTORIES) {
       const t = await tenant({ config: { tools: [{ type: 'http', name: 'refund', parameters: { type: 'object' }, url: toolUrl, approval: 'required' }] } });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'refund', arguments: '{}' }] }, { text: 'refunded' }]);
       const runId = (await respond(t.key, { agent: t.agent, input: 'refund' })).body.id;
-      await call(api.url, 'POST', `/api/v2/runs/${runId}/actions`, { key: t.key, body: { call_id: 'call_0', decision: 'approve' } });
+      const [pending] = (await call(api.url, 'GET', `/api/v2/runs/${runId}`, { key: t.key })).body.required_action.calls;
+      await call(api.url, 'POST', `/api/v2/runs/${runId}/actions`, { key: t.key, body: { call_id: 'call_0', decision: 'approve', arguments_sha256: pending.arguments_sha256 } });
       await record('action', runId);
     });
     it('handoff', async () => {

@@ -179,7 +179,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const passageRefs = () => passages.map(({ chunk, document, rank }) => ({ chunk, document, rank }));
 
   /** The calls of the current tool round that wait for people, by call id, until each is closed. */
-  const waiting = new Map<string, { type: ActionType; answer?: ActionAnswer; closing?: boolean; outcome?: ActionOutcome }>();
+  const waiting = new Map<string, { type: ActionType; expiresAt: number; answer?: ActionAnswer; closing?: boolean; outcome?: ActionOutcome }>();
   // Refused here, an answer never reaches history: a call the run does not wait on (now), or the wrong kind of answer.
   setHandler(
     answerAction,
@@ -195,6 +195,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       validator: (answer) => {
         const call = waiting.get(answer.call_id);
         if (!call || call.closing) throw new Error(`The run does not wait on call ${answer.call_id}.`);
+        // The workflow's own clock too: an answer that comes after the deadline, however late this task runs, is refused.
+        if (Date.now() >= call.expiresAt) throw new Error(`Call ${answer.call_id} is past its deadline: it is denied.`);
         const mismatch = answerMismatch(call.type, answer);
         if (mismatch) throw new Error(mismatch);
       },
@@ -324,8 +326,9 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       const tool = findTool(input.agent.config, call.name);
       const type = tool && actionOf(tool);
       if (!type) continue;
-      waiting.set(call.id, { type });
-      required.push({ call_id: call.id, type, tool: call.name, ...(type === 'client_tool' && { arguments: call.arguments }), expires_at: new Date(expiresAt).toISOString() });
+      waiting.set(call.id, { type, expiresAt });
+      // The arguments go with every call: an approver sees what it approves, a client runs them.
+      required.push({ call_id: call.id, type, tool: call.name, arguments: call.arguments, expires_at: new Date(expiresAt).toISOString() });
     }
     if (required.length === 0) return;
     const since = Date.now();

@@ -35,10 +35,11 @@ export const executionSchemas: Record<string, JsonSchema> = {
       call_id: string({ description: 'The model\'s id for the call: name it in the answer.' }),
       type: oneOfValues(ACTION_TYPES, '`approval`: answer with a `decision`; `client_tool`: run the tool and answer with its `output`.'),
       tool: string({ description: 'The tool\'s name.' }),
-      arguments: string({ description: 'A client tool\'s arguments, JSON text as the model wrote them (only for `client_tool`).' }),
+      arguments: string({ description: 'The call\'s arguments, JSON text as the model wrote them: what an approval approves, what a client tool runs. Absent from agent.run.action_required (read the run).' }),
+      arguments_sha256: string({ description: 'The SHA-256 (hex) of `arguments`: approving names it, so a decision approves exactly the arguments it was shown. Absent for calls recorded before it existed.' }),
       expires_at: timestamp('When the call is denied if no answer has come (the agent\'s `action_timeout_seconds`).'),
     },
-    { optional: ['arguments'], description: 'A tool call the run waits on.' },
+    { optional: ['arguments', 'arguments_sha256'], description: 'A tool call the run waits on.' },
   ),
   RequiredAction: closed(
     { calls: { type: 'array', items: ref('RequiredCall'), minItems: 1 }, submit_to: string({ description: 'Where to answer: POST this path.' }) },

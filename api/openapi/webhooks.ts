@@ -19,7 +19,7 @@ const OBJECTS: Record<(typeof EVENT_CATALOGUE)[EventType]['resource'], JsonSchem
       error_code: { ...ref('ErrorCode'), description: 'On agent.run.failed.' },
       refused: { type: 'boolean', const: true, description: 'On agent.run.completed when the model refused (the run\'s output is a refusal item).' },
       refusal: string({ description: "The model's explanation of its refusal; absent for stateless runs, which keep no copy of their exchange." }),
-      required_action: { ...ref('RequiredAction'), description: 'On agent.run.action_required: the calls the run waits on, without arguments (read the run for a client tool\'s).' },
+      required_action: { ...ref('RequiredAction'), description: 'On agent.run.action_required: the calls the run waits on, without arguments (read them from the run), with their arguments_sha256.' },
     },
     { required: ['id', 'agent', 'agent_version', 'status'] },
   ),

@@ -1,4 +1,4 @@
-import { RUN_READER_SCOPES } from '../../runs';
+import { APPROVER_SCOPE, RUN_READER_SCOPES } from '../../runs';
 import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun, RUN_KINDS } from '../../routes/runs/schema';
 import { ACTION_TYPES } from '../../../domain/actions';
 import { cursorList } from '../components';
@@ -7,6 +7,8 @@ import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, 
 import { json, operation, type Resource } from '../operation';
 
 const readers = { credential: 'workspace', scopes: RUN_READER_SCOPES } as const;
+/** Reading a run and answering its calls: an approver (`actions:approve`) too. */
+const readersAndApprovers = { credential: 'workspace', scopes: [...RUN_READER_SCOPES, APPROVER_SCOPE] } as const;
 const WHO = 'A run is readable only with the scope that could have created it (`responses:create`, `agents:run`, `messages:create`, `reports:create` or `extractions:create` for its kind); otherwise it is the same 404 as a missing run.';
 
 export const runs: Resource = {
@@ -61,7 +63,7 @@ export const runs: Resource = {
         summary: 'Read a run',
         description: `The run as it stands. Stateless /responses runs keep no copy of the exchange: their \`output\` is \`[]\` when read back. ${WHO}`,
         tag: 'Runs',
-        access: readers,
+        access: readersAndApprovers,
         request: ReadRun,
         responses: { '200': json('The run.', ref('RunResponse')) },
         errors: ['run_not_found'],
@@ -85,9 +87,9 @@ export const runs: Resource = {
       post: operation('post', {
         id: 'answerRunAction',
         summary: 'Answer a call the run waits on',
-        description: `Beyond the spec (docs: "Actions"). A \`running\` run whose \`required_action\` names calls waits for them: send a \`decision\` for an \`approval\`, or the \`output\` of a \`client_tool\`. Idempotent by \`call_id\`: a second answer to the same call, whatever it says, gets the first one's outcome. A call that expired (denied at its \`expires_at\`), or of a run that ended, is 409 \`action_not_pending\`. ${WHO}`,
+        description: `Beyond the spec (docs: "Actions"). A \`running\` run whose \`required_action\` names calls waits for them: send a \`decision\` for an \`approval\` (approving, with the call's \`arguments_sha256\`: a decision approves exactly the arguments it was shown), or the \`output\` of a \`client_tool\`. \`actions:approve\` answers approvals only. Idempotent by \`call_id\`: a second answer to the same call, whatever it says, gets the first one's outcome. A call that expired (denied at its \`expires_at\`), or of a run that ended, is 409 \`action_not_pending\`. ${WHO}`,
         tag: 'Runs',
-        access: readers,
+        access: readersAndApprovers,
         request: AnswerAction,
         responses: { '200': json('What became of the call.', ref('RunAction')) },
         errors: ['run_not_found', 'action_not_found', 'action_not_pending'],

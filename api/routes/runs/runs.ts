@@ -1,11 +1,12 @@
 import Router from '@koa/router';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { ServiceError } from '../../../domain/errors';
 import { TERMINAL_STATUSES } from '../../../domain/runs';
 import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
 import { authorize } from '../../middleware/auth';
 import { validate, type Input } from '../../middleware/validate';
-import { readableKinds, RUN_READER_SCOPES, runAsItStands } from '../../runs';
+import { APPROVER_SCOPE, readableKinds, RUN_READER_SCOPES, runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
 import { cancelRun } from '../../cancelRun';
@@ -45,9 +46,9 @@ export function runsRoutes(router: Router<AppState>): void {
   router.get<{ input: Input<typeof ReadRun> }>(
     '/api/v2/runs/:run_id',
     validate(ReadRun),
-    authorize({ scopes: RUN_READER_SCOPES, endpoint: 'runs_read' }),
+    authorize({ scopes: [...RUN_READER_SCOPES, APPROVER_SCOPE], endpoint: 'runs_read' }),
     async (ctx) => {
-      ctx.body = await runAsItStands(ctx.state.principal!, ctx.state.input.params.run_id);
+      ctx.body = await runAsItStands(ctx.state.principal!, ctx.state.input.params.run_id, { approver: true });
     },
   );
 
@@ -88,10 +89,14 @@ export function runsRoutes(router: Router<AppState>): void {
   router.post<{ input: Input<typeof AnswerAction> }>(
     '/api/v2/runs/:run_id/actions',
     validate(AnswerAction),
-    authorize({ scopes: RUN_READER_SCOPES, endpoint: 'runs_actions' }),
+    authorize({ scopes: [...RUN_READER_SCOPES, APPROVER_SCOPE], endpoint: 'runs_actions' }),
     async (ctx) => {
       const { params, body } = ctx.state.input;
-      ctx.body = await answerAction(await runAsItStands(ctx.state.principal!, params.run_id), body);
+      // An approver decides; a client tool's output is the run's caller's to send.
+      if (body.output !== undefined && !RUN_READER_SCOPES.some((scope) => ctx.state.principal!.scopes.has(scope))) {
+        throw new ServiceError('permission_denied', 'actions:approve decides on approvals only: a client tool\'s output needs the scope that runs the agent.');
+      }
+      ctx.body = await answerAction(await runAsItStands(ctx.state.principal!, params.run_id, { approver: body.decision !== undefined }), body);
     },
   );
 }

@@ -21,11 +21,15 @@ const actionAnswer = yup
     call_id: yup.string().required('call_id is required').max(200).meta(about('The call to answer: a `call_id` of the run\'s `required_action`.')),
     decision: yup.string().oneOf(['approve', 'deny'], 'decision must be approve or deny').meta(about('For an `approval`: make the call, or do not (the model is told it was denied).')),
     reason: yup.string().max(1000).meta(about('With a decision: why (a denial\'s reason is told to the model).')),
+    arguments_sha256: yup
+      .string()
+      .matches(/^[0-9a-f]{64}$/, 'arguments_sha256 must be a SHA-256 in hex (64 characters 0-9a-f)')
+      .meta(about('With `approve`: the `arguments_sha256` of the call as the approver was shown it, so the decision approves exactly those arguments. Required to approve a call that shows one.')),
     output: yup.string().max(MAX_ACTION_OUTPUT_CHARS).meta(about('For a `client_tool`: what the tool gave, told to the model as its result.')),
   })
   .noUnknown(true, 'unknown key: ${unknown}')
   .strict()
-  .meta({ jsonSchema: { oneOf: [{ required: ['decision'], not: { required: ['output'] } }, { required: ['output'], not: { anyOf: [{ required: ['decision'] }, { required: ['reason'] }] } }] } });
+  .meta({ jsonSchema: { oneOf: [{ required: ['decision'], not: { required: ['output'] } }, { required: ['output'], not: { anyOf: [{ required: ['decision'] }, { required: ['reason'] }, { required: ['arguments_sha256'] }] } }] } });
 
 /**
  * POST /api/v2/runs/{run_id}/actions: a decision on a call that needs approval, or a client tool's
@@ -36,6 +40,7 @@ export const AnswerAction = {
   body: refined(actionAnswer, (body): ActionAnswer => {
     if ((body.decision === undefined) === (body.output === undefined)) throw invalidRequest('Send a decision (approve or deny) or an output, one of the two.');
     if (body.reason !== undefined && body.decision === undefined) throw invalidRequest('reason goes with a decision.');
+    if (body.arguments_sha256 !== undefined && body.decision === undefined) throw invalidRequest('arguments_sha256 goes with a decision.');
     return body as ActionAnswer;
   }),
 };
