@@ -75,6 +75,8 @@ function parseProcess(format: WholeFormat, file: Buffer, what: string, signal?: 
   return new Promise((resolve, reject) => {
     const child = spawn('prlimit', [`--as=${memoryMb * 1024 * 1024}`, `--cpu=${cpuS}`, '--', process.execPath, `--max-old-space-size=${PARSE_HEAP_MB}`, PARSE_PROCESS, format], {
       stdio: ['pipe', 'pipe', 'ignore'],
+      // A parser reads hostile files: it gets no secret (signing secret, database URL, payload and model keys), only where to find prlimit and node.
+      env: { PATH: process.env.PATH ?? '' },
     });
     const out: Buffer[] = [];
     let timedOut = false;

@@ -1,3 +1,4 @@
+import { runFilterState } from '../api/dashboard/runFilters';
 import { mkdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -326,5 +327,12 @@ describe('dashboard without a browser', () => {
     expect(anonymous.status).toBe(302);
     expect(anonymous.headers.get('location')).toBe('/dashboard/sign-in?next=%2Fdashboard%2Fkeys');
     await context.close();
+  });
+});
+
+describe('the Runs page’s filter', () => {
+  it('takes only its own views: a name from the object prototype shows every run', () => {
+    for (const view of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) expect(runFilterState({ view })).toMatchObject({ view: 'all', filters: {}, params: [] });
+    expect(runFilterState({ view: 'failed' }).filters).toEqual({ statuses: ['failed', 'blocked'] });
   });
 });

@@ -191,3 +191,16 @@ describe('docker-compose.yml', () => {
     });
   });
 });
+
+describe('the model server', () => {
+  it('refuses to listen beyond loopback without its key, as compose runs it (0.0.0.0)', async () => {
+    const python = path.join(__dirname, '..', '.tools', 'bin', 'python');
+    const env: NodeJS.ProcessEnv = { ...process.env, MODEL_SERVER_HOST: '0.0.0.0', MODEL_SERVER_PORT: '1' };
+    delete env.MODEL_SERVER_API_KEY;
+    const refused = await promisify(execFile)(python, [path.join(__dirname, '..', 'workers', 'modelServer.py')], { env }).then(
+      () => undefined,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    expect(refused).toMatchObject({ code: 1, stderr: expect.stringContaining('MODEL_SERVER_API_KEY is not set') });
+  });
+});

@@ -152,6 +152,8 @@ describe('GET /api/v2/jobs', () => {
     expect((await call(api.url, 'GET', '/api/v2/jobs?type=knowledge.ingest', { key: t.key })).body.data).toEqual([]);
     const unknown = await call(api.url, 'GET', '/api/v2/jobs?status=done', { key: t.key });
     expect([unknown.status, unknown.body.error.message]).toEqual([400, 'status must be one of queued, running, completed, failed, cancelled.']);
+    const deep = await call(api.url, 'GET', '/api/v2/jobs?offset=99999999999999999999', { key: t.key });
+    expect([deep.status, deep.body.error.message]).toEqual([400, 'offset must be an integer from 0 to 100000.']);
     const stranger = await jobTenant();
     const theirs = await read(stranger, ids[0]);
     const missing = await read(stranger, 'job_01gggggggggggggggggggggggg');

@@ -2,7 +2,9 @@ import { Client, Connection } from '@temporalio/client';
 import { dataConverter } from '../infra/payloadCodec';
 import { uploadedDocument } from './support/documents';
 import { docxBomb, htmlBomb, pdfBomb } from './support/parserBombs';
-import { call, closeAll, tenant, useApi } from './support/stack';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { call, closeAll, tenant, until, useApi } from './support/stack';
 
 /**
  * Hardening #5: a small file that inflates past its parser's limits (memory as a DOCX or PDF, CPU as
@@ -38,6 +40,15 @@ async function ended(key: string, id: string): Promise<any> {
   throw new Error(`ingestion ${id} did not end`);
 }
 
+/** The parse processes running now (pgrep exits 1 when there is none). */
+function parseProcesses(): string[] {
+  try {
+    return execFileSync('pgrep', ['-f', 'parseProcess.js'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
 describe('parser bombs', () => {
   it('a DOCX, a PDF and an HTML that inflate each fail their ingestion once (invalid_request), and a run completes meanwhile', async () => {
     const t = await tenant({ scopes: SCOPES });
@@ -54,6 +65,19 @@ describe('parser bombs', () => {
       expect(started.status).toBe(202);
       ingestions.push(started.body.id);
     }
+
+    // A parse reads a hostile file: its process has no secret in its environment, only PATH.
+    const environment = await until(async () => {
+      for (const pid of parseProcesses()) {
+        try {
+          return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').filter(Boolean).map((entry) => entry.split('=')[0]);
+        } catch {
+          // Ended meanwhile: look again.
+        }
+      }
+      return undefined;
+    }, 'a parse process to read');
+    expect(environment).toEqual(['PATH']);
 
     // The worker that parses them holds this run too.
     const run = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'still here?' } });

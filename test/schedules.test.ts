@@ -210,6 +210,9 @@ describe('schedules', () => {
     await refused({ run: { input: 'x', stream: true } }, /run: stream is not available/);
     await refused({ run: { input: 'x', model: 'gpt-4o' } }, /run: "model" may not be set/);
     expect((await call(api.url, 'GET', '/api/v2/schedules', { key: t.key })).body.data).toEqual([]);
+    // An offset past the cap (or past a bigint) is a 400, not a 500.
+    const deep = await call(api.url, 'GET', '/api/v2/schedules?offset=99999999999999999999', { key: t.key });
+    expect([deep.status, deep.body.error?.message]).toEqual([400, expect.stringMatching(/offset must be an integer from 0 to 100000/)]);
 
     const reader = await tenant({ scopes: ['schedules:write', 'schedules:read'] });
     expect((await create(reader, {})).status).toBe(403);

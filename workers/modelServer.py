@@ -7,7 +7,8 @@ nothing comes from a model hub. MODEL_FILE names another GGUF.
 
 Environment: MODEL_FILE, MODEL_SERVER_HOST (127.0.0.1), MODEL_SERVER_PORT (8081), MODEL_SERVER_SLOTS
 (8: requests decoded together by continuous batching), MODEL_SERVER_CONTEXT (tokens per slot, 2048),
-MODEL_SERVER_API_KEY (when set, every request but /health needs it as a bearer token).
+MODEL_SERVER_API_KEY (when set, every request but /health needs it as a bearer token; required when
+MODEL_SERVER_HOST is not a loopback address).
 Runs until SIGTERM or SIGINT.
 """
 import importlib.util
@@ -30,7 +31,11 @@ def main() -> None:
     slots = int(os.environ.get("MODEL_SERVER_SLOTS", "8"))
     params = xllamacpp.CommonParams()
     params.model.path = os.environ.get("MODEL_FILE") or default_model_file()
-    params.hostnames = [os.environ.get("MODEL_SERVER_HOST", "127.0.0.1")]
+    host = os.environ.get("MODEL_SERVER_HOST", "127.0.0.1")
+    # Reachable from other hosts, an open server is anyone's compute: it needs its key, as /metrics needs METRICS_TOKEN.
+    if host not in ("127.0.0.1", "localhost", "::1") and not os.environ.get("MODEL_SERVER_API_KEY"):
+        sys.exit(f"model server: MODEL_SERVER_HOST is {host}, reachable from other hosts, and MODEL_SERVER_API_KEY is not set: set it (docker compose: MODEL_API_KEY)")
+    params.hostnames = [host]
     params.port = int(os.environ.get("MODEL_SERVER_PORT", "8081"))
     params.n_parallel = slots
     params.cont_batching = True

@@ -24,7 +24,7 @@ export interface RunFilterState {
 
 /** The filter a Runs page's query asks for; anything unknown shows every run (as an unknown page size shows the default). */
 export function runFilterState(query: ParsedUrlQuery): RunFilterState {
-  const view = typeof query.view === 'string' && query.view in RUN_VIEWS ? (query.view as RunView) : 'all';
+  const view = typeof query.view === 'string' && Object.hasOwn(RUN_VIEWS, query.view) ? (query.view as RunView) : 'all';
   const asked = typeof query.waited_s === 'string' && /^[0-9]{1,6}$/.test(query.waited_s) ? Number(query.waited_s) : DEFAULT_WAIT_S;
   const waitedS = Math.min(asked, MAX_WAIT_S);
   const filters: RunFilters = {

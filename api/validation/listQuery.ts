@@ -23,9 +23,16 @@ export const positiveParam = (name: string, defaultValue: number, max?: number) 
     (v) => v === undefined || (/^[0-9]+$/.test(v) && Number(v) >= 1),
   );
 
-/** A non-negative integer parameter. */
+/** The largest offset a list takes: past it a page is better reached by narrowing the list (and PostgreSQL's OFFSET is a bigint). */
+export const MAX_OFFSET = 100_000;
+
+/** A non-negative integer parameter, at most MAX_OFFSET. */
 export const offsetParam = (name: string) =>
-  once(name, { type: 'integer', minimum: 0, default: 0 }).test(name, `${name} must be a non-negative integer.`, (v) => v === undefined || /^[0-9]+$/.test(v));
+  once(name, { type: 'integer', minimum: 0, maximum: MAX_OFFSET, default: 0 }).test(
+    name,
+    `${name} must be an integer from 0 to ${MAX_OFFSET}.`,
+    (v) => v === undefined || (/^[0-9]+$/.test(v) && Number(v) <= MAX_OFFSET),
+  );
 
 type Filters = Record<string, yup.Schema<string | undefined>>;
 
