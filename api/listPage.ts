@@ -6,7 +6,9 @@ import { encodeCursor, invalidCursor } from '../domain/cursor';
  * in this workspace) are refused exactly like a made-up cursor. The spec names the cursor `next` on
  * /logs and `next_cursor` elsewhere.
  */
-export function listPage<R extends { public_id: string }>(rows: R[] | undefined, limit: number, shape: (row: R) => unknown, cursorName: 'next' | 'next_cursor' = 'next_cursor') {
+export function listPage<R extends { public_id: string }>(rows: R[] | undefined, limit: number, shape: (row: R) => unknown, cursorName: 'next' | 'next_cursor' = 'next_cursor', scannedTo?: string) {
   if (!rows) throw invalidCursor();
-  return { object: 'list', data: rows.slice(0, limit).map((row) => shape(row)), [cursorName]: rows.length > limit ? encodeCursor(rows[limit - 1].public_id) : null };
+  // A short page whose scan stopped at its bound (db/runs.ts) goes on from where the scan stopped.
+  const next = rows.length > limit ? rows[limit - 1].public_id : scannedTo;
+  return { object: 'list', data: rows.slice(0, limit).map((row) => shape(row)), [cursorName]: next === undefined ? null : encodeCursor(next) };
 }

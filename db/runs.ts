@@ -5,7 +5,7 @@ import type { RunStatus } from '../domain/errors';
 import type { OutputItem, RunKind } from '../domain/runs';
 import type { Usage } from '../domain/usage';
 import { pageStart } from './paging';
-import { sql, statement, type Sql } from './sql';
+import { sql, statement, transaction, type Sql } from './sql';
 
 /**
  * The runs table: every write to it is here. A run is inserted when a worker takes it up
@@ -326,29 +326,59 @@ export interface RunFilters {
 }
 
 const RUN_ANCHOR = statement('SELECT id FROM runs WHERE public_id = $1 AND workspace_id = $2');
+
+/**
+ * The most runs one page looks at, however few pass its filters: a filter that matches nothing in a
+ * long history (created_before a date before the workspace existed, a rare status) answers a short
+ * page and a cursor to look further, rather than read every run the workspace ever had. The page's
+ * statement is stopped after RUN_PAGE_TIMEOUT_MS besides.
+ */
+export const RUN_PAGE_SCAN = 5_000;
+const RUN_PAGE_TIMEOUT_MS = 5_000;
+
+// What the indexes serve (the workspace, and the id, the creation time or the status) is filtered in
+// the bounded scan; the rest of the filters apply to what it found.
+const SCANNED = `SELECT * FROM runs r
+    WHERE r.workspace_id = $1 AND r.id < $2
+      AND ($3::text[] IS NULL OR r.kind = ANY($3::text[])) AND ($4::text[] IS NULL OR r.status = ANY($4::text[]))
+      AND ($5::timestamptz IS NULL OR r.created_at >= $5) AND ($6::timestamptz IS NULL OR r.created_at < $6)
+    ORDER BY r.id DESC`;
+
 // A run's wait in the queue: until it started, or (never started) until it ended, or until now.
 const RUN_PAGE = statement(
-  `SELECT r.public_id, r.kind, r.status, a.public_id AS agent, r.agent_version, r.channel, (r.usage->>'total_tokens')::int AS total_tokens,
+  `WITH scanned AS (${SCANNED} LIMIT ${RUN_PAGE_SCAN})
+   SELECT r.public_id, r.kind, r.status, a.public_id AS agent, r.agent_version, r.channel, (r.usage->>'total_tokens')::int AS total_tokens,
           r.error_code, r.reconciled_at IS NOT NULL AS reconciled, r.created_at, r.started_at, r.completed_at,
           floor(EXTRACT(EPOCH FROM (COALESCE(r.started_at, r.completed_at, now()) - r.created_at)) * 1000)::float8 AS queued_ms
-     FROM runs r JOIN agents a ON a.id = r.agent_id
-    WHERE r.workspace_id = $1 AND r.id < $2
-      AND ($4::text[] IS NULL OR r.kind = ANY($4::text[])) AND ($5::text[] IS NULL OR r.status = ANY($5::text[]))
-      AND ($6::text IS NULL OR a.public_id = $6)
-      AND ($7::timestamptz IS NULL OR r.created_at >= $7) AND ($8::timestamptz IS NULL OR r.created_at < $8)
+     FROM scanned r JOIN agents a ON a.id = r.agent_id
+    WHERE ($8::text IS NULL OR a.public_id = $8)
       AND ($9::bigint IS NULL OR COALESCE(r.started_at, r.completed_at, now()) - r.created_at > make_interval(secs => $9 / 1000.0))
       AND ($10::boolean IS NULL OR (r.reconciled_at IS NOT NULL) = $10)
     ORDER BY r.id DESC
-    LIMIT $3`,
+    LIMIT $7`,
 );
 
-/** Up to `limit` of the workspace's runs that pass the filters, newest first, after the run `after` (undefined: not the workspace's). */
-export async function runPage(workspaceId: number, after: string | undefined, limit: number, f: RunFilters = {}, on: Sql = sql): Promise<RunListing[] | undefined> {
-  const before = await pageStart(RUN_ANCHOR, workspaceId, after, on);
-  if (before === undefined) return undefined;
-  return on.rows<RunListing>(RUN_PAGE, [
-    workspaceId, before, limit, f.kinds ?? null, f.statuses ?? null, f.agent ?? null, f.createdAfter ?? null, f.createdBefore ?? null, f.queuedLongerThanMs ?? null, f.reconciled ?? null,
-  ]);
+/** The last run a page's scan reached, when it reached its bound: the next page looks on from there. */
+const SCAN_EDGE = statement(`SELECT public_id FROM (${SCANNED} OFFSET ${RUN_PAGE_SCAN - 1} LIMIT 1) edge`);
+
+const PAGE_TIMEOUT = statement(`SELECT set_config('statement_timeout', '${RUN_PAGE_TIMEOUT_MS}', true)`);
+
+/**
+ * Up to `limit` of the workspace's runs that pass the filters, newest first, after the run `after`
+ * (undefined: not the workspace's), from at most RUN_PAGE_SCAN of them; `scannedTo` names the last
+ * run looked at when the page is short because the scan reached its bound.
+ */
+export async function runPage(workspaceId: number, after: string | undefined, limit: number, f: RunFilters = {}): Promise<{ rows: RunListing[]; scannedTo?: string } | undefined> {
+  return transaction(async (tx) => {
+    await tx.rows(PAGE_TIMEOUT, []);
+    const before = await pageStart(RUN_ANCHOR, workspaceId, after, tx);
+    if (before === undefined) return undefined;
+    const scan = [workspaceId, before, f.kinds ?? null, f.statuses ?? null, f.createdAfter ?? null, f.createdBefore ?? null];
+    const rows = await tx.rows<RunListing>(RUN_PAGE, [...scan, limit, f.agent ?? null, f.queuedLongerThanMs ?? null, f.reconciled ?? null]);
+    if (rows.length >= limit) return { rows };
+    const [edge] = await tx.rows<{ public_id: string }>(SCAN_EDGE, scan);
+    return { rows, ...(edge && { scannedTo: edge.public_id }) };
+  });
 }
 
 /** One of a workspace's runs as the dashboard's run page shows it: metadata, tokens and credits, never content. */

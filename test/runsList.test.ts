@@ -1,6 +1,7 @@
 import { QueryTypes } from 'sequelize';
 import * as admin from '../admin/commands';
 import { db } from '../db/sequelize';
+import { RUN_PAGE_SCAN } from '../db/runs';
 import { call, scriptModel, tenant, useApi } from './support/stack';
 
 /** GET /api/v2/runs: the runs that need attention, by status, agent, kind, time, queue wait and the reconciler's hand. */
@@ -57,5 +58,26 @@ describe('GET /api/v2/runs', () => {
     }
     const noScope = await admin.createWorkspaceKey({ workspace: t.workspace, scopes: 'logs:read' });
     expect((await call(api.url, 'GET', '/api/v2/runs', { key: noScope.key })).status).toBe(403);
+  });
+
+  it('looks at a bounded number of runs per page: a filter that matches nothing in a long history answers a short page and a cursor to look further', async () => {
+    const t = await tenant({ scopes: ['responses:create', 'agents:run'] });
+    await scriptModel(t.model, [{ text: 'fine' }]);
+    const ran = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' } });
+    // A long history: the run, copied past one page's scan.
+    await db().query(
+      `INSERT INTO runs SELECT (json_populate_record(src, json_build_object('id', nextval('runs_id_seq'), 'public_id', 'run_' || substr(md5(src.public_id || g), 1, 26)))).*
+         FROM runs src, generate_series(1, :n) g WHERE src.public_id = :id`,
+      { replacements: { id: ran.body.id, n: RUN_PAGE_SCAN + 100 } },
+    );
+    // Nothing is reconciled: the first page looked at its bound of runs and says where to look on.
+    const first = await list(t.key, '?reconciled=true');
+    expect(first.data).toEqual([]);
+    expect(first.next_cursor).not.toBeNull();
+    const rest = await list(t.key, `?reconciled=true&cursor=${first.next_cursor}`);
+    expect([rest.data, rest.next_cursor]).toEqual([[], null]);
+    // What the indexes serve is found at once, however long the history: nothing before 1971.
+    expect(await list(t.key, '?created_before=1971-01-01T00:00:00Z')).toEqual({ object: 'list', data: [], next_cursor: null });
+    expect((await list(t.key, '?limit=2')).data).toHaveLength(2);
   });
 });

@@ -18,7 +18,8 @@ interface Listing {
   title: string;
   scope: Scope;
   kind: IdKind;
-  page: (workspaceId: number, after: string | undefined, limit: number, filters: RunFilters) => Promise<{ public_id: string }[] | undefined>;
+  /** A page of rows, and where a scan bound stopped it short (runs: db/runs.ts). */
+  page: (workspaceId: number, after: string | undefined, limit: number, filters: RunFilters) => Promise<{ rows: { public_id: string }[]; scannedTo?: string } | undefined>;
   /** The page's filter read from its query: what the rows are filtered by, what the view shows of it, and what the pager carries along. */
   filter?: (query: ParsedUrlQuery) => Filter;
 }
@@ -29,11 +30,13 @@ interface Filter {
   params: [string, string][];
 }
 
+const rowsOf = <R>(rows: R[] | undefined) => rows && { rows };
+
 const NO_FILTER: Filter = { filters: {}, view: {}, params: [] };
 
 // Metadata only: each page lists what its table holds about a run or a conversation, never content.
 const LISTINGS: Listing[] = [
-  { path: '/dashboard/logs', view: 'logs', title: 'Logs', scope: 'logs:read', kind: 'log', page: (w, after, limit) => logPage(w, after, limit) },
+  { path: '/dashboard/logs', view: 'logs', title: 'Logs', scope: 'logs:read', kind: 'log', page: async (w, after, limit) => rowsOf(await logPage(w, after, limit)) },
   {
     path: '/dashboard/runs',
     view: 'runs',
@@ -47,7 +50,7 @@ const LISTINGS: Listing[] = [
       return { filters, view: { views: RUN_VIEWS, view, waitedS }, params };
     },
   },
-  { path: '/dashboard/conversations', view: 'conversations', title: 'Conversations', scope: 'conversations:read', kind: 'conversation', page: (w, after, limit) => conversationPage(w, after, limit) },
+  { path: '/dashboard/conversations', view: 'conversations', title: 'Conversations', scope: 'conversations:read', kind: 'conversation', page: async (w, after, limit) => rowsOf(await conversationPage(w, after, limit)) },
 ];
 
 /** Logs, runs and conversations: newest first, with /logs' paging (a page size and an opaque cursor). */
@@ -57,9 +60,9 @@ export function activityPages(router: Router<PageState>): void {
       const limit = LIMITS.includes(Number(ctx.query.limit)) ? Number(ctx.query.limit) : LIMITS[0];
       const cursor = typeof ctx.query.cursor === 'string' && ctx.query.cursor !== '' ? ctx.query.cursor : undefined;
       const filter = listing.filter?.(ctx.query) ?? NO_FILTER;
-      const rows = await listing.page(ctx.state.session.workspace.id, cursor && decodeCursor(cursor, listing.kind), limit + 1, filter.filters);
+      const found = await listing.page(ctx.state.session.workspace.id, cursor && decodeCursor(cursor, listing.kind), limit + 1, filter.filters);
       // The API's own paging: the same cursor, refused the same way when it is not this workspace's.
-      const page = listPage(rows, limit, (row) => row);
+      const page = listPage(found?.rows, limit, (row) => row, 'next_cursor', found?.scannedTo);
       const carried = filter.params.map(([name, value]) => `&${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('');
       render(ctx, listing.view, { title: listing.title, nav: listing.view, rows: page.data, limit, limits: LIMITS, next: page.next_cursor, first: cursor === undefined, params: filter.params, carried, ...filter.view });
     });
