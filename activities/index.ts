@@ -3,6 +3,7 @@ export { recordRunCancel, settleRun, startRun } from './runs';
 export { callTool, emitRunEvent } from './tools';
 export { turnIsNext } from './turns';
 export { closeAction, requireActions } from './actions';
+export { holdForToolResults } from './holds';
 export { failUnstartedWork, purgeCancelRecords, settleAbandonedRuns } from './reconcile';
 export { beginIngestion, completeIngestion, failIngestion, indexDocument } from './knowledge';
 export { retrieveKnowledge } from './retrieval';

@@ -110,6 +110,20 @@ export async function releaseReservation(runId: string, minAgeMs: number, on: Sq
   return { credits: Number(row?.credits ?? 0), conversationId: row?.conversationId == null ? null : Number(row.conversationId) };
 }
 
+// Raised only as far as the balance covers it, in one statement: the debit and the hold together.
+const RAISE = statement(
+  `WITH debit AS (
+     UPDATE workspaces w SET credits = w.credits - $2 FROM credit_reservations c
+      WHERE c.run_public_id = $1 AND w.id = c.workspace_id AND w.credits >= $2 RETURNING w.id
+   )
+   UPDATE credit_reservations SET credits = credits + $2 WHERE run_public_id = $1 AND EXISTS (SELECT 1 FROM debit) RETURNING credits`,
+);
+
+/** Raises a running run's hold by `extra` credits from its workspace's balance; false when the balance cannot cover them (nothing changes). */
+export async function raiseHold(runId: string, extra: number, on: Sql = sql): Promise<boolean> {
+  return (await on.rows(RAISE, [runId, extra])).length > 0;
+}
+
 // What the hold keeps is never raised here: only lowered, and the difference given back to the balance.
 const LOWER = statement(
   `WITH cut AS (

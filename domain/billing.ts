@@ -33,8 +33,26 @@ export function historyTokens(config: AgentConfig): number {
   return (config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES) * (config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
 }
 
-/** A tool's answer goes back to the model cut to 16 KiB (activities/tools.ts): at most this many tokens. */
-const TOOL_RESULT_TOKENS = 4_096;
+/**
+ * What a run's hold counts for the tool results of one round, in every later call's prompt. A round's
+ * results may be more (several calls at once, each up to 16 KiB, at up to a token a character): the
+ * run then holds more for them, or cuts them to this (toolRoundExcess).
+ */
+export const TOOL_RESULT_TOKENS = 4_096;
+
+/**
+ * The tokens a round's tool results may cost beyond what the hold counted for them, at a token a
+ * character (a CJK text's rate; English runs about four characters a token): each later model call
+ * sends them again, so the run holds this much more for each call it may still make.
+ */
+export function toolRoundExcess(results: string[]): number {
+  return Math.max(0, results.reduce((n, r) => n + r.length, 0) - TOOL_RESULT_TOKENS);
+}
+
+/** How many more model calls the run may make after `callsMade` (the calls maxRunCost counted). */
+export function callsLeft(r: RunCostInput, callsMade: number): number {
+  return Math.max(0, callBound(r).calls - callsMade);
+}
 
 /**
  * The most a run can cost, known before it starts: every model call it may make (the first, one per

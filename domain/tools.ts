@@ -26,6 +26,25 @@ export function storableText(text: string): string {
   return text.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
 
+/**
+ * A round's tool results cut to `budget` characters in all, when the run cannot hold more for them:
+ * the short ones whole, the long ones sharing the rest equally, each cut one saying so.
+ */
+export function fitToolResults(results: string[], budget: number): string[] {
+  const total = results.reduce((n, r) => n + r.length, 0);
+  if (total <= budget) return results;
+  // The share of each result longer than it: what is left once the shorter ones are whole.
+  const byLength = [...results].sort((a, b) => a.length - b.length);
+  let left = budget;
+  let share = 0;
+  for (const [i, r] of byLength.entries()) {
+    share = Math.floor(left / (byLength.length - i));
+    if (r.length > share) break;
+    left -= r.length;
+  }
+  return results.map((r) => (r.length <= share ? r : `${r.slice(0, share)}\n[cut to ${share} of ${r.length} characters: the run's credit hold covers no more]`));
+}
+
 /** The transcript of tool rounds so far, in the provider's wire shape. */
 export type ToolTurn =
   | { role: 'assistant'; content: string | null; tool_calls: ToolCall[] }

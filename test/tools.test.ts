@@ -7,6 +7,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { callTool, toolSecret } from '../activities/tools';
 import { resetConfig } from '../infra/config';
 import { db } from '../db/sequelize';
+import { parseAgentConfig } from '../api/validation/agentConfig';
+import { costInputOf, maxRunCost } from '../domain/billing';
 import { call, closeAll, providerRequests, scriptModel, startApi, tenant } from './support/stack';
 import { allFrames, openStream } from './support/sse';
 
@@ -75,6 +77,38 @@ describe('tools', () => {
     ]);
     const logs = await call(api.url, 'GET', '/api/v2/logs', { key: t.key });
     expect(logs.body.data[0].tool_names).toEqual(['lookup_order']);
+  });
+
+  it('holds for a round of large tool results at a token a character, or cuts them to what it holds: never charged less than its work', async () => {
+    // Each call answers 16 KiB of CJK text (about a token a character), far past what the run's first hold counted for a round.
+    const cjk = createServer((_req, res) => void res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end('漢'.repeat(5_000)));
+    await new Promise<void>((resolve) => cjk.listen(0, '127.0.0.1', resolve));
+    try {
+      const tools = [{ type: 'http', name: 'read_page', description: 'Read a page', parameters: { type: 'object', properties: { n: { type: 'integer' } } }, url: `http://127.0.0.1:${(cjk.address() as AddressInfo).port}/page` }];
+      const calls = [1, 2].map((n) => ({ name: 'read_page', arguments: JSON.stringify({ n }) }));
+      const config = parseAgentConfig({ model: 'x', tools });
+      const firstHold = maxRunCost(costInputOf({ config, kind: 'response', input: 'Read pages 1 and 2', attachments: [], options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } } }));
+      // The call after the round reports more than the first hold: only a raised hold lets it all be charged.
+      const ask = async (credits?: number) => {
+        const t = await tenant({ config: { tools }, ...(credits !== undefined && { credits }) });
+        await scriptModel(t.model, [{ toolCalls: calls }, { text: 'Read both.', usage: { prompt_tokens: firstHold + 10_000, completion_tokens: 5 } }]);
+        const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Read pages 1 and 2' } });
+        expect(res.body.status).toBe('completed');
+        const tool = ((await providerRequests(t.model))[1].body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').map((m) => m.content);
+        const [line] = await db().query<{ credits: number }>('SELECT l.credits FROM ledger_lines l JOIN runs r ON r.id = l.run_id WHERE r.public_id = :id', { replacements: { id: res.body.id }, type: QueryTypes.SELECT });
+        return { tool, charged: Number(line.credits), usage: res.body.usage.total_tokens as number };
+      };
+      // With the balance to hold for them, the results go to the model whole, and the run is charged all it used.
+      const whole = await ask();
+      expect(whole.tool.map((c) => c.length)).toEqual([5_000, 5_000]);
+      expect(whole.charged).toBe(whole.usage);
+      expect(whole.charged).toBeGreaterThan(firstHold);
+      // With nothing beyond the first hold, they are cut to what it counted (4,096 characters a round), saying so.
+      const cut = await ask(firstHold);
+      expect(cut.tool.map((c) => c.startsWith('漢'.repeat(2_048)) && c.endsWith("[cut to 2048 of 5000 characters: the run's credit hold covers no more]"))).toEqual([true, true]);
+    } finally {
+      cjk.close();
+    }
   });
 
   it('runs the tool calls of one reply at once and feeds their results back in the model\'s order', async () => {

@@ -19,9 +19,9 @@ import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, DEPENDENCY_RETRY_MAX_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from './timings';
 import { answerAction, turnEnded } from './agentRun.options';
 import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionStatus, type ActionType, type RequiredCall } from '../domain/actions';
-import { creditsFor } from '../domain/billing';
+import { callsLeft, costInputOf, creditsFor, TOOL_RESULT_TOKENS, toolRoundExcess } from '../domain/billing';
 import type { TurnRef } from '../domain/turns';
-import { findTool, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
+import { findTool, fitToolResults, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
 import { namedLocalActivities } from './namedActivities';
 import { unsealed } from './summaries';
@@ -56,6 +56,8 @@ const RETRIEVAL_PATCH = 'knowledge-retrieval';
 const CANCEL_RECORD_PATCH = 'record-cancel';
 /** Runs begun before the tool calls of one reply ran at once make them one after another. */
 const PARALLEL_TOOLS_PATCH = 'parallel-tool-calls';
+/** Runs begun before a round's tool results were held for (or cut) send them to the model whole. */
+const TOOL_RESULTS_HOLD_PATCH = 'tool-results-hold';
 
 /**
  * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds, at most
@@ -63,7 +65,7 @@ const PARALLEL_TOOLS_PATCH = 'parallel-tool-calls';
  * even after a long database outage; one that never does (terminated, timed out) is settled by the
  * reconciler instead.
  */
-const { settleRun, emitRunEvent, recordRunCancel, turnIsNext, requireActions, closeAction } = namedLocalActivities(
+const { settleRun, emitRunEvent, recordRunCancel, turnIsNext, requireActions, closeAction, holdForToolResults } = namedLocalActivities(
   { startToCloseTimeout: '10s', retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: DEPENDENCY_RETRY_MAX_MS } },
   {
     settleRun: 'settle: status, ledger, log and events',
@@ -72,6 +74,7 @@ const { settleRun, emitRunEvent, recordRunCancel, turnIsNext, requireActions, cl
     turnIsNext: 'is it this turn’s turn',
     requireActions: 'wait for people: record the calls, lower the hold, tell',
     closeAction: 'record what became of a call that waited',
+    holdForToolResults: 'hold more for a large tool round',
   },
 );
 
@@ -355,6 +358,19 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     deadline.at += Date.now() - since;
   }
 
+  /**
+   * A round's results as the next calls send them: whole when the hold covers them at a token a
+   * character (raised from the balance when it did not), else cut to what it covers, so the run is
+   * charged all it consumes.
+   */
+  async function heldFor(results: string[]): Promise<string[]> {
+    const excess = toolRoundExcess(results);
+    if (excess === 0 || !patched(TOOL_RESULTS_HOLD_PATCH)) return results;
+    const credits = excess * callsLeft(costInputOf({ ...input, config: input.agent.config }), calls);
+    if (await holdForToolResults({ runId: input.runId, credits })) return results;
+    return fitToolResults(results, TOOL_RESULT_TOKENS);
+  }
+
   async function respond(): Promise<OutputItem[] | Failure> {
     const waited = input.turn && (await awaitTurn(input.turn));
     if (waited) return waited;
@@ -366,11 +382,10 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       toolTurns.push({ role: 'assistant', content: reply.text || null, tool_calls: reply.toolCalls });
       await awaitPeople(round, reply.toolCalls);
       // The calls of one reply run at once, each its own activity; their results go back in the model's order.
-      const results = patched(PARALLEL_TOOLS_PATCH) ? await Promise.all(reply.toolCalls.map(useTool)) : await oneAfterAnother(reply.toolCalls, useTool);
-      for (const [i, result] of results.entries()) {
-        if (typeof result !== 'string') return result;
-        toolTurns.push({ role: 'tool', content: result, tool_call_id: reply.toolCalls[i].id });
-      }
+      const results: (string | Failure)[] = patched(PARALLEL_TOOLS_PATCH) ? await Promise.all(reply.toolCalls.map(useTool)) : await oneAfterAnother(reply.toolCalls, useTool);
+      const failure = results.find((result): result is Failure => typeof result !== 'string');
+      if (failure) return failure;
+      for (const [i, result] of (await heldFor(results as string[])).entries()) toolTurns.push({ role: 'tool', content: result, tool_call_id: reply.toolCalls[i].id });
       if (handoff) return [...(reply.text ? [{ type: 'text' as const, text: reply.text }] : []), { type: 'handoff', text: handoff.reason }];
       reply = await ask();
     }
