@@ -8,6 +8,7 @@ import { deliveryForAttempt, recordAttempt, skipDelivery, type DeliveryForAttemp
 import { signingSecrets } from '../db/webhookEndpoints';
 import { config } from '../infra/config';
 import { logger } from '../infra/logger';
+import { reportUnopenable } from '../infra/unopenablePayloads';
 import { postToTarget, TargetRefused } from '../infra/outboundTarget';
 import { admitDelivery } from './deliveryRate';
 import { heartbeating } from './bounded';
@@ -25,7 +26,7 @@ const TRACE_ID = /^[0-9a-f]{32}$/;
 export function deliveryHeaders(d: DeliveryForAttempt, body: string, attempt: number): Record<string, string> {
   const at = now();
   const signed = { id: d.publicId, timestamp: Math.floor(at / 1000), body };
-  const secrets = signingSecrets(d, at);
+  const secrets = secretsOf(d, at);
   const traceId = (d.envelope.correlation as { trace_id?: string } | undefined)?.trace_id ?? '';
   return {
     'content-type': 'application/json',
@@ -41,6 +42,16 @@ export function deliveryHeaders(d: DeliveryForAttempt, body: string, attempt: nu
     'webhook-signature': standardSignature(secrets, signed),
     ...(TRACE_ID.test(traceId) && { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` }),
   };
+}
+
+/** The endpoint's signing secrets; one that no key of the ring opens is loud, and the attempt is retried until its key is back. */
+function secretsOf(d: DeliveryForAttempt, at: number): string[] {
+  try {
+    return signingSecrets(d, at);
+  } catch (err) {
+    reportUnopenable(err, `webhook endpoint ${d.endpointPublicId}'s secret cannot be opened with PAYLOAD_ENCRYPTION_KEYS: its deliveries cannot be signed until the key that sealed it is back in the ring`);
+    throw err;
+  }
 }
 
 /** The body: the outbox's envelope, in the endpoint's fixed api_version. The same bytes are signed and sent. */

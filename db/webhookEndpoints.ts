@@ -1,4 +1,4 @@
-import { open, seal } from '../infra/encryption';
+import { isSealed, keyRing, open, seal, sealedKeyId, type KeyRing } from '../infra/encryption';
 import { MAX_PREVIOUS_SECRETS, type EndpointStatus, type EndpointView } from '../domain/webhooks';
 import { sql, statement, type Sql } from './sql';
 
@@ -106,6 +106,34 @@ export async function rotateSecret(partnerId: number, publicId: string, secret: 
 export interface SealedSecrets {
   secret: Buffer;
   previous_secrets: { secret: string; until: string }[];
+}
+
+const SEALED_PAGE = statement('SELECT id, public_id, secret, previous_secrets FROM webhook_endpoints WHERE id > $1 ORDER BY id LIMIT $2');
+// Only if unchanged since it was read: a rotation meanwhile wrote secrets sealed with the active key already.
+const RESEALED = statement('UPDATE webhook_endpoints SET secret = $2, previous_secrets = $3 WHERE id = $1 AND secret = $4');
+
+/**
+ * Re-seals every endpoint's secrets that a key other than the active one sealed, under the active
+ * one, so that the older keys can leave the ring: what was re-sealed, and the endpoints whose
+ * secrets no key of the ring opens (their deliveries cannot be signed until that key is back).
+ */
+export async function resealEndpointSecrets(keys: KeyRing = keyRing(), on: Sql = sql): Promise<{ resealed: number; unopenable: string[] }> {
+  const current = (bytes: Uint8Array) => !isSealed(bytes) || sealedKeyId(bytes) === keys.active.id;
+  const outcome = { resealed: 0, unopenable: [] as string[] };
+  for (let after = 0; ; ) {
+    const rows = await on.rows<SealedSecrets & { id: number; public_id: string }>(SEALED_PAGE, [after, 500]);
+    if (rows.length === 0) return outcome;
+    after = rows.at(-1)!.id;
+    for (const row of rows) {
+      if (current(row.secret) && row.previous_secrets.every((p) => current(Buffer.from(p.secret, 'base64')))) continue;
+      try {
+        const previous = row.previous_secrets.map((p) => ({ ...p, secret: seal(open(Buffer.from(p.secret, 'base64'), keys), keys).toString('base64') }));
+        outcome.resealed += await on.rowCount(RESEALED, [row.id, seal(open(row.secret, keys), keys), JSON.stringify(previous), row.secret]);
+      } catch {
+        outcome.unopenable.push(row.public_id);
+      }
+    }
+  }
 }
 
 /** The secrets that sign at `at`: the current one, and each rotated-out one within its 24 hours. */

@@ -55,6 +55,14 @@ export function isSealed(bytes: Uint8Array): boolean {
   return Buffer.from(bytes.subarray(0, MAGIC.length)).equals(MAGIC);
 }
 
+/** The id of the key that sealed these bytes; undefined for bytes written before sealing existed. */
+export function sealedKeyId(bytes: Uint8Array): string | undefined {
+  const buf = Buffer.from(bytes);
+  if (!isSealed(buf)) return undefined;
+  const at = MAGIC.length;
+  return buf.subarray(at + 1, at + 1 + buf[at]).toString();
+}
+
 /** The plaintext of sealed bytes; bytes written before sealing existed pass through unchanged. */
 export function open(bytes: Uint8Array, keys: KeyRing = keyRing()): Buffer {
   const buf = Buffer.from(bytes);

@@ -20,9 +20,10 @@ export function countUnopenableWith(counter: () => void): void {
   count = counter;
 }
 
-export function reportUnopenable(err: unknown): void {
+/** `what`: what could not be opened, and what stays stuck until its key is back (a Temporal payload, by default). */
+export function reportUnopenable(err: unknown, what = 'a Temporal payload cannot be opened with PAYLOAD_ENCRYPTION_KEYS: the workflow carrying it is stuck until its key is back in the ring'): void {
   count();
-  logger.error({ err, namespace: config().temporalNamespace }, 'a Temporal payload cannot be opened with PAYLOAD_ENCRYPTION_KEYS: the workflow carrying it is stuck until its key is back in the ring');
+  logger.error({ err, namespace: config().temporalNamespace }, what);
   redis()
     .set(unopenableMark(), JSON.stringify({ error: (err as Error).message, at: new Date().toISOString() }), 'EX', MARK_S)
     .catch((redisErr: unknown) => logger.warn({ err: redisErr }, 'could not mark the unopenable payload in Redis'));

@@ -29,8 +29,8 @@ let proxy: TcpProxy;
 let worker: Child | undefined;
 let pg: Pg;
 
-async function fixture(args: string[]): Promise<any> {
-  const { stdout } = await execFileAsync(process.execPath, [path.join(DIST, 'test/stack/deliveryFixture.js'), ...args], { env: { ...process.env, DATABASE_URL: databaseUrl } });
+async function fixture(args: string[], env: Record<string, string> = {}): Promise<any> {
+  const { stdout } = await execFileAsync(process.execPath, [path.join(DIST, 'test/stack/deliveryFixture.js'), ...args], { env: { ...process.env, DATABASE_URL: databaseUrl, ...env } });
   return JSON.parse(stdout);
 }
 
@@ -107,4 +107,34 @@ it('delivers every event exactly once after the outage, an attempt sent during i
   } finally {
     await client.connection.close();
   }
+});
+
+it('a key ring changed to keys it never held delivers, once a worker with the new key first has re-sealed the secrets at rest; a secret left behind is loud', async () => {
+  await worker?.stop();
+  const key = (id: string) => `${id}:${randomBytes(32).toString('base64')}`;
+  const [a, c] = [key('a'), key('c')];
+  const deployment = (ring: string) => childWorker('webhooks', { DATABASE_URL: databaseUrl, TEMPORAL_NAMESPACE: NAMESPACE, PAYLOAD_ENCRYPTION_KEYS: ring });
+  const delivered = (path: string, n: number) => until(async () => (receiver.at(path).length === n ? true : undefined), `${n} deliveries to ${path}`, 90);
+
+  // Ring a: the endpoint's secret is sealed with a, and its event delivered.
+  worker = await deployment(a);
+  const { partner, merchant } = await fixture(['partner', `${receiver.url}/ring`], { PAYLOAD_ENCRYPTION_KEYS: a });
+  await fixture(['emit', partner, JSON.stringify(merchant), '1'], { PAYLOAD_ENCRYPTION_KEYS: a });
+  await delivered('/ring', 1);
+  await worker.stop();
+
+  // Ring c,a: c is active, and the worker re-seals what a sealed.
+  worker = await deployment(`${c},${a}`);
+  await worker.logged('webhook endpoint secrets re-sealed under the active payload key');
+  // Sealed with a after that (by an instance still on ring a): left behind.
+  const late = await fixture(['partner', `${receiver.url}/late`], { PAYLOAD_ENCRYPTION_KEYS: a });
+  await worker.stop();
+
+  // Ring c alone: the re-sealed endpoint delivers; the one left behind says why it cannot.
+  worker = await deployment(c);
+  await fixture(['emit', partner, JSON.stringify(merchant), '1'], { PAYLOAD_ENCRYPTION_KEYS: c });
+  await delivered('/ring', 2);
+  await fixture(['emit', late.partner, JSON.stringify(late.merchant), '1'], { PAYLOAD_ENCRYPTION_KEYS: c });
+  await worker.logged('webhook endpoint secrets cannot be opened with PAYLOAD_ENCRYPTION_KEYS: their deliveries cannot be signed until the key that sealed them is back in the ring (after the active one), or their secrets are rotated');
+  expect(receiver.at('/late')).toEqual([]);
 });

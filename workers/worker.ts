@@ -8,7 +8,8 @@ import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle, workflowSinks } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
 import { CANCEL_CONFIRM_FIRST_MS } from '../workflows/timings';
-import { countUnopenableWith } from '../infra/unopenablePayloads';
+import { countUnopenableWith, reportUnopenable } from '../infra/unopenablePayloads';
+import { resealEndpointSecrets } from '../db/webhookEndpoints';
 import { setOutageMeter, type OutageMeter } from '../infra/dependencyOutages';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
@@ -69,6 +70,27 @@ function workerOutageMeter(): OutageMeter {
     outage: (dependency) => meter().createCounter('aes_dependency_outages', 'outages', 'Outages of a dependency this worker saw.').add(1, { dependency }),
     retried: (dependency) => meter().createCounter('aes_dependency_retries', 'calls', 'Steps that failed because a dependency could not be reached and were tried again.').add(1, { dependency }),
   };
+}
+
+/**
+ * Endpoint secrets sealed at rest with an older key are sealed anew with the active one at each start
+ * of a delivering worker, so a key can leave the ring once a worker has started with the new key
+ * first (docs/operations.md, "Keys and the codec endpoint"). Secrets no key of the ring opens are
+ * loud: their deliveries cannot be signed until that key is back.
+ */
+async function resealAtRest(): Promise<void> {
+  try {
+    const { resealed, unopenable } = await resealEndpointSecrets();
+    if (resealed > 0) logger.info({ resealed }, 'webhook endpoint secrets re-sealed under the active payload key');
+    if (unopenable.length > 0) {
+      reportUnopenable(
+        new Error(`the secrets of ${unopenable.length} webhook endpoint(s) were sealed with a key PAYLOAD_ENCRYPTION_KEYS no longer holds: ${unopenable.slice(0, 20).join(', ')}`),
+        'webhook endpoint secrets cannot be opened with PAYLOAD_ENCRYPTION_KEYS: their deliveries cannot be signed until the key that sealed them is back in the ring (after the active one), or their secrets are rotated',
+      );
+    }
+  } catch (err) {
+    logger.error({ err }, 'webhook endpoint secrets could not be re-sealed: the next worker start tries again');
+  }
 }
 
 const SCHEDULE_TO_START_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60];
@@ -154,6 +176,8 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
   if (delivers) {
     dispatching(true);
     await ensureOutboxDispatcher(await temporal());
+    // Off the start's path: it reads every endpoint once.
+    void resealAtRest();
     // The Temporal runtime shuts the workers down on these signals; the dispatcher's pass ends with them.
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => dispatching(false));
   }
