@@ -12,6 +12,9 @@ import { parseAgentConfig } from '../api/validation/agentConfig';
 import { costInputOf, maxRunCost } from '../domain/billing';
 import { dataConverter } from '../infra/payloadCodec';
 import { startRun } from '../workflows/agentRun.client';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { ApplicationFailure } from '@temporalio/common';
+import { requireActions } from '../activities/actions';
 import { createWorkspaceKey } from '../admin/commands';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
 import { type Answer, call, providerRequests, runInputFor, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
@@ -165,6 +168,30 @@ describe('tool calls that wait for people', () => {
     const late = await answer(t, runId, { call_id: 'call_0', decision: 'approve' });
     expect(late.status).toBe(409);
     expect(late.body.error.code).toBe('action_not_pending');
+  });
+
+  it('recording the calls that wait fails the run after a few tries when what it writes cannot be written, rather than retrying forever', async () => {
+    const input = await runInputFor(await tenant());
+    // A round PostgreSQL cannot take (past its integer): the write fails for what it writes, not for an outage.
+    const calls = { input, round: 2 ** 40, calls: [{ call_id: 'call_0', type: 'approval' as const, tool: 'refund', arguments: '{}', expires_at: new Date().toISOString() }], callsMade: 1, consumed: 0 };
+    const early = await new MockActivityEnvironment({ attempt: 1 }).run(requireActions, calls).catch((err: unknown) => err);
+    expect(early).not.toBeInstanceOf(ApplicationFailure);
+    const last = await new MockActivityEnvironment({ attempt: 5 }).run(requireActions, calls).catch((err: unknown) => err);
+    expect(last).toMatchObject({ type: 'internal_error', nonRetryable: true });
+  });
+
+  it('an answer after a call’s expires_at is 409, even while the run has not closed the call yet (a lagging worker)', async () => {
+    const order = randomUUID();
+    const t = await tenant({ config: refundTool() });
+    await scriptModel(t.model, [{ toolCalls: [refund(order)] }, { text: 'Refunded.' }]);
+    const runId = (await respond(t, 'Refund my order')).body.id as string;
+    // The deadline has passed, as the record says; the run's own timer (a day) has not fired.
+    await db().query("UPDATE run_actions SET expires_at = now() - interval '1 second' WHERE call_id = 'call_0' AND run_id = (SELECT id FROM runs WHERE public_id = :runId)", { replacements: { runId } });
+    const late = await answer(t, runId, approval(order));
+    expect([late.status, late.body.error.code]).toEqual([409, 'action_not_pending']);
+    expect(await acceptedUpdates(runId)).toBe(0);
+    expect(receivedFor(order)).toEqual([]);
+    await call(api.url, 'POST', `/api/v2/runs/${runId}/cancel`, { key: t.key });
   });
 
   it('a client tool: the stream announces the call with its arguments and stays open; its client goes away, resumes with Last-Event-ID, and the output reaches the model', async () => {
