@@ -59,7 +59,7 @@ export async function fireSchedule(f: ScheduledRunInput & { firingId: string; fi
   }
 }
 
-const CREATOR_CANNOT_RUN = 'The credential that created this schedule no longer holds "agents:run" (revoked, expired or changed): it does not run.';
+const CREATOR_CANNOT_RUN = 'Whoever created this schedule can no longer run agents (its key revoked, expired or without "agents:run", its member removed or without the role, or its OAuth grant revoked): it does not run.';
 
 /** Why the schedule pauses itself after this firing, if it does. */
 function pausedReason(creatorCanRun: boolean, inARow: number, err: ServiceError, at: Date): PausedReason | undefined {

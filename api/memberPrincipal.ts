@@ -6,8 +6,9 @@ import type { Principal } from './state';
  * workspace, these scopes, and their `mem_…` id as the credential that rate limits and idempotency
  * keys are scoped by.
  */
-export function memberPrincipal(member: { id: number; publicId: string }, workspace: NonNullable<Principal['workspace']>, scopes: Iterable<Scope>, expiresAt: number | null): Principal {
+export function memberPrincipal(member: { id: number; publicId: string }, workspace: NonNullable<Principal['workspace']>, scopes: Iterable<Scope>, expiresAt: number | null, grantId?: string): Principal {
   return {
+    ...(grantId && { grantId }),
     keyKey: null,
     memberKey: member.id,
     keyId: member.publicId,

@@ -7,8 +7,10 @@ import type { StoredDocument } from '../db/documents';
 export interface Principal {
   /** The API key's database key; null for a signed-in member's dashboard session. */
   keyKey: number | null;
-  /** The member's database key when the caller is a dashboard session. */
+  /** The member's database key when the caller is a dashboard session or an OAuth access token. */
   memberKey: number | null;
+  /** The OAuth grant an access token came from: work the caller leaves to run later stops when it is revoked. */
+  grantId?: string;
   /** The credential's public id (`key_…`, or the member's `mem_…`): rate limits and idempotency are scoped by it. */
   keyId: string;
   kind: KeyKind;

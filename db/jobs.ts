@@ -23,7 +23,7 @@ export interface JobItemRow {
 const COLUMNS = 'id, public_id, workspace_id, type, params, status, cancel_requested, items_total, request_id, trace_id, created_at, started_at, completed_at';
 
 const INSERT = statement(
-  `INSERT INTO jobs (public_id, workspace_id, type, params, items_total, request_id, trace_id, created_by_key, created_by_member) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+  `INSERT INTO jobs (public_id, workspace_id, type, params, items_total, request_id, trace_id, created_by_key, created_by_member, created_by_grant) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id`,
 );
 const INSERT_ITEMS = statement('INSERT INTO job_items (job_id, seq, item) SELECT $1, seq - 1, item FROM unnest($2::jsonb[]) WITH ORDINALITY AS t(item, seq)');
 const FIND = statement(`SELECT ${COLUMNS} FROM jobs WHERE public_id = $1 AND workspace_id = $2`);
@@ -55,10 +55,10 @@ export function insertJob(j: {
   requestId: string;
   traceId: string;
   /** The creating key or member (the API always names one). */
-  createdBy?: { keyKey: number | null; memberKey: number | null };
+  createdBy?: { keyKey: number | null; memberKey: number | null; grantId?: string };
 }): Promise<void> {
   return transaction(async (tx) => {
-    const [job] = await tx.rows<{ id: number }>(INSERT, [j.publicId, j.workspaceId, j.type, JSON.stringify(j.params), j.items.length, j.requestId, j.traceId, j.createdBy?.keyKey ?? null, j.createdBy?.memberKey ?? null]);
+    const [job] = await tx.rows<{ id: number }>(INSERT, [j.publicId, j.workspaceId, j.type, JSON.stringify(j.params), j.items.length, j.requestId, j.traceId, j.createdBy?.keyKey ?? null, j.createdBy?.memberKey ?? null, j.createdBy?.grantId ?? null]);
     await tx.rowCount(INSERT_ITEMS, [job.id, j.items.map((item) => JSON.stringify(item))]);
   });
 }

@@ -28,17 +28,17 @@ const COLUMNS = `id, public_id, workspace_id, agent_public_id, run, cron, interv
   last_fired_at, last_run, last_status, last_error_code, created_at, updated_at`;
 
 const INSERT = statement(
-  `INSERT INTO schedules (public_id, workspace_id, agent_public_id, run, cron, interval_seconds, timezone, overlap, paused, created_by_key, created_by_member, request_id)
-   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING ${COLUMNS}`,
+  `INSERT INTO schedules (public_id, workspace_id, agent_public_id, run, cron, interval_seconds, timezone, overlap, paused, created_by_key, created_by_member, request_id, created_by_grant)
+   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING ${COLUMNS}`,
 );
 
 export async function insertSchedule(
-  s: ScheduleSpec & { publicId: string; workspaceId: number; createdBy: { keyKey: number | null; memberKey: number | null }; requestId: string },
+  s: ScheduleSpec & { publicId: string; workspaceId: number; createdBy: { keyKey: number | null; memberKey: number | null; grantId?: string }; requestId: string },
   on: Sql = sql,
 ): Promise<ScheduleRow> {
   const [row] = await on.rows<ScheduleRow>(INSERT, [
     s.publicId, s.workspaceId, s.agentPublicId, JSON.stringify(s.run), s.cron, s.intervalSeconds, s.timezone, s.overlap, s.paused,
-    s.createdBy.keyKey ?? null, s.createdBy.memberKey ?? null, s.requestId,
+    s.createdBy.keyKey ?? null, s.createdBy.memberKey ?? null, s.requestId, s.createdBy.grantId ?? null,
   ]);
   return row;
 }

@@ -12,13 +12,16 @@ export interface Creator {
   /** The creating member's role and whether the member is not revoked. */
   memberRole: string | null;
   memberLive: boolean | null;
+  /** False once the OAuth grant the creator's token came from is revoked or expired (true: none, or it stands). */
+  grantLive?: boolean;
 }
 
 /**
- * Whether the creator still holds `scope`: a key revoked, expired or changed since, or a member
- * revoked or moved to a role without it, does not. Work recorded before creators were (none named) goes on.
+ * Whether the creator still holds `scope`: a key revoked, expired or changed since, a member
+ * revoked or moved to a role without it, or an OAuth grant revoked since, does not. Work recorded before creators were (none named) goes on.
  */
 export function creatorHolds(creator: Creator | undefined, scope: Scope): boolean {
+  if (creator?.grantLive === false) return false;
   return (
     !creator ||
     (creator.keyLive === null && creator.memberLive === null) ||

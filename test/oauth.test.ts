@@ -5,6 +5,11 @@ import { principalFromAccessToken } from '../api/oauth/accessTokens';
 import { resetOAuthProvider } from '../api/oauth/provider';
 import { wwwAuthenticate } from '../api/oauth/resources';
 import { resetConfig } from '../infra/config';
+import { QueryTypes } from 'sequelize';
+import { fireSchedule } from '../activities/schedules';
+import { revokeGrant } from '../db/oauthModels';
+import { PostgresAdapter } from '../api/oauth/adapter';
+import { db } from '../db/sequelize';
 import { call, inOneRateWindow, tenant, useApi, type Tenant } from './support/stack';
 import { REDIRECT_URI, insecure, Browser, fieldValue, offeredScopes, member, discover, register, authorizationUrl, consentPage, decide, connect, useOAuthFlow } from './support/oauthFlow';
 
@@ -199,5 +204,29 @@ describe('OAuth 2.1 authorization server', () => {
     // Another address is not held back by this one.
     const other = await fetch(`${api.url}/oauth/reg`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '198.51.100.7' }, body: JSON.stringify({ redirect_uris: ['https://client.example/callback'], token_endpoint_auth_method: 'none' }) });
     expect(other.status).toBe(201);
+  });
+});
+
+describe('work left to run through an OAuth token', () => {
+  it('a schedule created with a member’s access token pauses itself once that grant is revoked', async () => {
+    const t = await tenant();
+    const m = await member(t, 'developer');
+    const { tokens } = await connect(m, { resource: API(), scopes: ['schedules:write', 'agents:run'], grant: ['schedules:write', 'agents:run'] });
+    const created = await call(api.url, 'POST', '/api/v2/schedules', { key: tokens.access_token, body: { agent: t.agent, run: { input: 'digest' }, interval_seconds: 366 * 86_400 } });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+    const [{ grant }] = await db().query<{ grant: string | null }>('SELECT created_by_grant AS grant FROM schedules WHERE public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
+    expect(grant).toEqual(expect.any(String));
+    const firing = (n: number) => ({ scheduleId: id, firingId: `${id}-${n}`, firedAt: Date.parse('2026-11-27T08:00:00Z') + n * 1000 });
+    const planned = await fireSchedule(firing(1));
+    expect(planned.run).toBeDefined();
+    await db().query('DELETE FROM credit_reservations WHERE run_public_id = :run', { replacements: { run: planned.run!.runId } });
+
+    // Revoked as the provider revokes a grant: the grant itself, and every token it gave.
+    await new PostgresAdapter('Grant').destroy(grant!);
+    await revokeGrant(grant!);
+    expect(await fireSchedule(firing(2))).toEqual({});
+    const [row] = await db().query<{ paused: boolean; paused_reason: { code: string } }>('SELECT paused, paused_reason FROM schedules WHERE public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
+    expect(row).toMatchObject({ paused: true, paused_reason: { code: 'creator_cannot_run' } });
   });
 });

@@ -269,7 +269,7 @@ describe('schedules are bounded', () => {
     await revokeKey({ id: key });
     expect(await fireSchedule(firing(id, 1))).toEqual({});
     const [row] = await db().query<{ paused: boolean; paused_reason: { code: string; message: string }; last_error_code: string }>('SELECT paused, paused_reason, last_error_code FROM schedules WHERE public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
-    expect(row).toMatchObject({ paused: true, paused_reason: { code: 'creator_cannot_run', message: expect.stringMatching(/no longer holds "agents:run"/) }, last_error_code: 'permission_denied' });
+    expect(row).toMatchObject({ paused: true, paused_reason: { code: 'creator_cannot_run', message: expect.stringMatching(/can no longer run agents \(its key revoked/) }, last_error_code: 'permission_denied' });
     expect((await client.schedule.getHandle(id).describe()).state.paused).toBe(true);
   });
 

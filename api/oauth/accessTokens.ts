@@ -30,5 +30,5 @@ export async function principalFromAccessToken(token: string, audience: Audience
   if (!member || found.extra?.workspace !== member.workspace.publicId) return undefined;
   const role = new Set<string>(ROLE_SCOPES[member.role]);
   const scopes = [...found.scopes].filter((s): s is Scope => isScope(s) && !isStaffScope(s) && role.has(s));
-  return memberPrincipal(member, member.workspace, scopes, found.exp * 1000);
+  return memberPrincipal(member, member.workspace, scopes, found.exp * 1000, found.grantId);
 }

@@ -60,7 +60,7 @@ export function jobsRoutes(router: Router<AppState>): void {
       const id = resumed ?? mintId('job');
       await ctx.state.recovery?.begin(id);
       ctx.state.traceId ??= mintTraceId();
-      await insertJob({ publicId: id, workspaceId: workspace.id, type: body.type, params: body.params, items: body.items, requestId: ctx.state.requestId, traceId: ctx.state.traceId, createdBy: { keyKey: ctx.state.principal!.keyKey, memberKey: ctx.state.principal!.memberKey } });
+      await insertJob({ publicId: id, workspaceId: workspace.id, type: body.type, params: body.params, items: body.items, requestId: ctx.state.requestId, traceId: ctx.state.traceId, createdBy: { keyKey: ctx.state.principal!.keyKey, memberKey: ctx.state.principal!.memberKey, grantId: ctx.state.principal!.grantId } });
       await accepted(ctx, (await findJob(workspace.id, id))!);
     },
   );

@@ -84,7 +84,7 @@ export function schedulesRoutes(router: Router<AppState>): void {
                 timezone: body.timezone ?? 'UTC',
                 overlap: body.overlap ?? 'skip',
                 paused: body.paused ?? false,
-                createdBy: { keyKey: principal.keyKey, memberKey: principal.memberKey },
+                createdBy: { keyKey: principal.keyKey, memberKey: principal.memberKey, grantId: principal.grantId },
                 requestId: ctx.state.requestId,
               },
               tx,
