@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Client as Pg } from 'pg';
 import { Client, Connection } from '@temporalio/client';
 import { dataConverter } from '../infra/payloadCodec';
 import { freePort } from '../workers/temporalDevServer';
@@ -11,6 +10,7 @@ import { closeAll, until } from './support/stack';
 import { childWorker, type Child } from './support/childProcesses';
 import { tcpProxy, type TcpProxy } from './support/tcpProxy';
 import { WebhookReceiver } from './support/webhookReceiver';
+import { ownDatabase, type OwnDatabase } from './support/ownDatabase';
 
 /**
  * What is not a run resumes by itself after a PostgreSQL outage too: the outbox dispatcher and the
@@ -22,12 +22,12 @@ import { WebhookReceiver } from './support/webhookReceiver';
 const execFileAsync = promisify(execFile);
 const DIST = path.join(__dirname, '../dist');
 const NAMESPACE = process.env.TEST_SPARE_NAMESPACES!.split(',')[4];
-const database = `aes_resume_${randomBytes(4).toString('hex')}`;
-const databaseUrl = `postgres://postgres@127.0.0.1:5432/${database}`;
 const receiver = new WebhookReceiver();
 let proxy: TcpProxy;
 let worker: Child | undefined;
-let pg: Pg;
+let database: OwnDatabase;
+let databaseUrl: string;
+let pg: OwnDatabase['pg'];
 
 async function fixture(args: string[], env: Record<string, string> = {}): Promise<any> {
   const { stdout } = await execFileAsync(process.execPath, [path.join(DIST, 'test/stack/deliveryFixture.js'), ...args], { env: { ...process.env, DATABASE_URL: databaseUrl, ...env } });
@@ -36,24 +36,15 @@ async function fixture(args: string[], env: Record<string, string> = {}): Promis
 
 beforeAll(async () => {
   await receiver.start();
-  const admin = new Pg({ connectionString: process.env.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${database}`);
-  await admin.end();
-  await execFileAsync(process.execPath, [path.join(DIST, 'db/migrate.js')], { env: { ...process.env, DATABASE_URL: databaseUrl } });
-  pg = new Pg({ connectionString: databaseUrl });
-  await pg.connect();
+  database = await ownDatabase('aes_resume');
+  ({ url: databaseUrl, pg } = database);
   proxy = await tcpProxy({ host: '127.0.0.1', port: 5432 });
 }, 60_000);
 
 afterAll(async () => {
   await worker?.stop();
   await proxy?.close();
-  await pg?.end();
-  const admin = new Pg({ connectionString: process.env.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
-  await admin.end();
+  await database?.drop();
   await receiver.stop();
   await closeAll();
 });

@@ -78,10 +78,7 @@ describe('a PostgreSQL outage', () => {
 
     // A request meanwhile: a retryable answer, not a 500.
     const caller = await tenant({ scopes: ['responses:create'] });
-    const refused = await respond(proxiedApi.url, caller, 'during the outage');
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(await refused.json()).toMatchObject({ error: { code: 'service_unavailable' } });
+    await expectRetryable(await respond(proxiedApi.url, caller, 'during the outage'));
     const ready = await fetch(`${proxiedApi.url}/readyz`);
     expect(ready.status).toBe(503);
     expect(await ready.json()).toMatchObject({ checks: { postgres: 'unavailable' } });
@@ -177,33 +174,20 @@ async function streamed(url: string, t: Tenant, input: string): Promise<Frame[]>
   return allFrames(await openStream(url, '/api/v2/responses', t.key, { agent: t.agent, input, stream: true }));
 }
 
-describe('a Temporal restart', () => {
-  it('keeps the runs in flight and the clients waiting for them, and answers a request meanwhile 503 with Retry-After', async () => {
-    const temporalProxy = await tcpProxy({ host: '127.0.0.1', port: Number(process.env.TEMPORAL_ADDRESS!.split(':')[1]) });
-    try {
-      const env = { TEMPORAL_ADDRESS: `127.0.0.1:${temporalProxy.port}`, TEMPORAL_NAMESPACE: OUTAGE_NAMESPACE };
-      const [worker, proxiedApi] = await Promise.all([childWorker('agent-runs', env), childApi(env)]);
-      children.push(worker, proxiedApi);
-      const [plain, stream, caller] = await Promise.all([0, 1, 2].map(() => tenant({ scopes: ['responses:create'] })));
-      await scriptModel(plain.model, [{ text: 'plain answer', hold: true }]);
-      await scriptModel(stream.model, [{ text: 'streamed answer', hold: true }]);
-      const waiting = respond(proxiedApi.url, plain, 'waits through the restart');
-      const following = streamed(proxiedApi.url, stream, 'streams through the restart');
-      await Promise.all([callsHeld(plain.model, 1), callsHeld(stream.model, 1)]);
-
-      await temporalProxy.cut();
-      const refused = await respond(proxiedApi.url, caller, 'during the restart');
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
-      expect(await refused.json()).toMatchObject({ error: { code: 'service_unavailable' } });
-      expect(await (await fetch(`${proxiedApi.url}/readyz`)).json()).toMatchObject({ checks: { temporal: 'unavailable' } });
-      await releaseHeld(plain.model);
-      await releaseHeld(stream.model);
-      await temporalProxy.restore();
-
-      const answered = await waiting;
-      expect(answered.status).toBe(200);
-      const run = (await answered.json()) as { id: string };
+/** A plain run waited for and a streamed run followed through `api`, each held at its provider; and a caller for later. */
+async function inFlight(api: string) {
+  const [plain, stream, caller] = await Promise.all([0, 1, 2].map(() => tenant({ scopes: ['responses:create'] })));
+  await scriptModel(plain.model, [{ text: 'plain answer', hold: true }]);
+  await scriptModel(stream.model, [{ text: 'streamed answer', hold: true }]);
+  const waiting = respond(api, plain, 'waits through the restart');
+  const following = streamed(api, stream, 'streams through the restart');
+  await Promise.all([callsHeld(plain.model, 1), callsHeld(stream.model, 1)]);
+  return {
+    caller,
+    release: () => Promise.all([releaseHeld(plain.model), releaseHeld(stream.model)]),
+    /** Both answered as completed, the stream with one terminal event, each run one provider call and one ledger line: their ids. */
+    async completedOnce(): Promise<string[]> {
+      const run = (await (await waiting).json()) as { id: string };
       expect(run).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'plain answer' }] });
       const frames = await following;
       expect(frames.filter((f) => TERMINALS.includes(f.event!)).map((f) => f.event)).toEqual(['response.completed']);
@@ -212,12 +196,44 @@ describe('a Temporal restart', () => {
         expect(await providerRequests(t.model)).toHaveLength(1);
         expect(await ledger(id)).toMatchObject({ status: 'completed', lines: 1 });
       }
-      // The workflows close in Temporal once it is back, and a new run goes through the same API.
+      return [run.id, streamedRun];
+    },
+  };
+}
+
+/** A request during an outage: 503 service_unavailable with Retry-After. */
+async function expectRetryable(answer: Response): Promise<void> {
+  expect(answer.status).toBe(503);
+  expect(answer.headers.get('retry-after')).toMatch(/^\d+$/);
+  expect(await answer.json()).toMatchObject({ error: { code: 'service_unavailable' } });
+}
+
+/** Back without a restart: the same API serves a new run. */
+async function expectServed(api: string, caller: Tenant): Promise<void> {
+  await scriptModel(caller.model, [{ text: 'after the restart' }]);
+  expect(await (await respond(api, caller, 'after the restart')).json()).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'after the restart' }] });
+}
+
+describe('a Temporal restart', () => {
+  it('keeps the runs in flight and the clients waiting for them, and answers a request meanwhile 503 with Retry-After', async () => {
+    const temporalProxy = await tcpProxy({ host: '127.0.0.1', port: Number(process.env.TEMPORAL_ADDRESS!.split(':')[1]) });
+    try {
+      const env = { TEMPORAL_ADDRESS: `127.0.0.1:${temporalProxy.port}`, TEMPORAL_NAMESPACE: OUTAGE_NAMESPACE };
+      const [worker, proxiedApi] = await Promise.all([childWorker('agent-runs', env), childApi(env)]);
+      children.push(worker, proxiedApi);
+      const runs = await inFlight(proxiedApi.url);
+
+      await temporalProxy.cut();
+      await expectRetryable(await respond(proxiedApi.url, runs.caller, 'during the restart'));
+      expect(await (await fetch(`${proxiedApi.url}/readyz`)).json()).toMatchObject({ checks: { temporal: 'unavailable' } });
+      await runs.release();
+      await temporalProxy.restore();
+
+      const ids = await runs.completedOnce();
+      // The workflows close in Temporal once it is back.
       const workflows = new Client({ connection: client.connection, namespace: OUTAGE_NAMESPACE, dataConverter });
-      for (const id of [run.id, streamedRun]) await expect(workflows.workflow.getHandle(id).result()).resolves.toMatchObject({ run: { status: 'completed' } });
-      await scriptModel(caller.model, [{ text: 'after the restart' }]);
-      const served = await respond(proxiedApi.url, caller, 'after the restart');
-      expect(await served.json()).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'after the restart' }] });
+      for (const id of ids) await expect(workflows.workflow.getHandle(id).result()).resolves.toMatchObject({ run: { status: 'completed' } });
+      await expectServed(proxiedApi.url, runs.caller);
     } finally {
       await Promise.all(children.splice(0).map((c) => c.stop()));
       await temporalProxy.close();
@@ -253,12 +269,7 @@ describe('a Redis restart (empty)', () => {
       const env = { REDIS_URL: redisServer.url, TEMPORAL_NAMESPACE: OUTAGE_NAMESPACE, AUTH_FAILURE_LIMIT: '3' };
       const [worker, proxiedApi] = await Promise.all([childWorker('agent-runs', env), childApi(env)]);
       children.push(worker, proxiedApi);
-      const [plain, stream, caller] = await Promise.all([0, 1, 2].map(() => tenant({ scopes: ['responses:create'] })));
-      await scriptModel(plain.model, [{ text: 'plain answer', hold: true }]);
-      await scriptModel(stream.model, [{ text: 'streamed answer', hold: true }]);
-      const waiting = respond(proxiedApi.url, plain, 'waits through the restart');
-      const following = streamed(proxiedApi.url, stream, 'streams through the restart');
-      await Promise.all([callsHeld(plain.model, 1), callsHeld(stream.model, 1)]);
+      const runs = await inFlight(proxiedApi.url);
       // An address locked out by its failed keys.
       const stranger = { authorization: 'Bearer tgcc_unknown', 'x-forwarded-for': '203.0.113.77' };
       for (let i = 0; i < 4; i++) await fetch(`${proxiedApi.url}/api/v2/runs`, { headers: stranger });
@@ -267,29 +278,14 @@ describe('a Redis restart (empty)', () => {
       const before = proxiedApi.logs.length;
       await redisServer.stop();
       await proxiedApi.logged('dependency unavailable', before);
-      const refused = await respond(proxiedApi.url, caller, 'during the restart');
-      expect(refused.status).toBe(503);
-      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
-      expect(await refused.json()).toMatchObject({ error: { code: 'service_unavailable' } });
-      await releaseHeld(plain.model);
-      await releaseHeld(stream.model);
+      await expectRetryable(await respond(proxiedApi.url, runs.caller, 'during the restart'));
+      await runs.release();
       await redisServer.start();
 
-      const answered = await waiting;
-      const run = (await answered.json()) as { id: string };
-      expect(run).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'plain answer' }] });
-      const frames = await following;
-      expect(frames.filter((f) => TERMINALS.includes(f.event!)).map((f) => f.event)).toEqual(['response.completed']);
-      const streamedRun = frames.find((f) => f.event === 'response.completed')!.data.id as string;
-      for (const [t, id] of [[plain, run.id], [stream, streamedRun]] as const) {
-        expect(await providerRequests(t.model)).toHaveLength(1);
-        expect(await ledger(id)).toMatchObject({ status: 'completed', lines: 1 });
-      }
-      // Restarted empty: the lockout is gone with it, and a new run is served.
+      await runs.completedOnce();
+      // Restarted empty: the lockout is gone with it.
       expect((await fetch(`${proxiedApi.url}/api/v2/runs`, { headers: stranger })).status).toBe(401);
-      await scriptModel(caller.model, [{ text: 'after the restart' }]);
-      const served = await respond(proxiedApi.url, caller, 'after the restart');
-      expect(await served.json()).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'after the restart' }] });
+      await expectServed(proxiedApi.url, runs.caller);
     } finally {
       await Promise.all(children.splice(0).map((c) => c.stop()));
       await redisServer.stop();
