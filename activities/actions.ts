@@ -19,6 +19,8 @@ export interface RequiredActions {
   /** Model calls made so far, and the credits they consumed: what the hold keeps while the run waits. */
   callsMade: number;
   consumed: number;
+  /** What the run held more for each later call for large tool results (absent in runs before). */
+  extraPerCall?: number;
 }
 
 /**
@@ -48,7 +50,7 @@ async function recordRequiredActions(r: RequiredActions): Promise<void> {
   const fresh = await transaction(async (sql) => {
     const inserted = await insertActions(input.runId, r.round, calls, sql);
     if (inserted.length === 0) return false;
-    await lowerHold(input.runId, heldWhileWaiting(costInputOf({ ...input, config: input.agent.config }), r.callsMade, r.consumed), sql);
+    await lowerHold(input.runId, heldWhileWaiting(costInputOf({ ...input, config: input.agent.config }), r.callsMade, r.consumed, r.extraPerCall), sql);
     const outbox = outboxOf(input);
     // The arguments are the model's words: the partner reads them from the run, never from the event.
     const announced = calls.map(({ arguments: _, ...call }) => call);

@@ -3,6 +3,7 @@ import { hasPrefix } from '../domain/ids';
 import { MAX_PASSAGES, type Passage } from '../domain/knowledge';
 import { collectionKeys, searchChunks } from '../db/knowledgeChunks';
 import { collectionName } from '../db/knowledgeCollections';
+import { withStatementTimeout, type Sql } from '../db/sql';
 import { heartbeating } from './bounded';
 import { untilAvailable } from './untilAvailable';
 
@@ -20,9 +21,9 @@ export interface RetrievalRequest {
   deadlineAt?: number;
 }
 
-async function narrowed(r: RetrievalRequest): Promise<string[]> {
+async function narrowed(r: RetrievalRequest, tx: Sql): Promise<string[]> {
   if (!r.resourceId || !hasPrefix('collection', r.resourceId)) return r.collections;
-  const name = await collectionName(r.workspaceId, r.resourceId);
+  const name = await collectionName(r.workspaceId, r.resourceId, tx);
   return name !== undefined && r.collections.includes(name) ? [name] : [];
 }
 
@@ -32,17 +33,21 @@ async function narrowed(r: RetrievalRequest): Promise<string[]> {
  * knowledge, which a run that requires retrieval refuses (for good: retrying cannot change it).
  */
 export function retrieveKnowledge(r: RetrievalRequest): Promise<Passage[]> {
-  return heartbeating(() => untilAvailable(() => retrieve(r), r.deadlineAt));
+  // A slow query (not an outage) is stopped, and the activity's retry policy decides, as before.
+  return heartbeating(() => untilAvailable(() => withStatementTimeout(RETRIEVAL_STATEMENT_TIMEOUT_MS, (tx) => retrieve(r, tx)), r.deadlineAt));
 }
 
-async function retrieve(r: RetrievalRequest): Promise<Passage[]> {
-  const keys = await collectionKeys(r.workspaceId, await narrowed(r));
+/** The longest one retrieval statement may take. */
+const RETRIEVAL_STATEMENT_TIMEOUT_MS = 10_000;
+
+async function retrieve(r: RetrievalRequest, tx: Sql): Promise<Passage[]> {
+  const keys = await collectionKeys(r.workspaceId, await narrowed(r, tx), tx);
   if (keys.length === 0) {
     if (r.required) throw ApplicationFailure.create({ type: 'knowledge_unavailable', message: 'The agent has no knowledge to retrieve from, and the request requires retrieval.', nonRetryable: true });
     return [];
   }
   if (!r.query) return [];
   const document = r.resourceId && hasPrefix('document', r.resourceId) ? r.resourceId : undefined;
-  const rows = await searchChunks({ workspaceId: r.workspaceId, collectionKeys: keys, query: r.query, document, limit: MAX_PASSAGES });
+  const rows = await searchChunks({ workspaceId: r.workspaceId, collectionKeys: keys, query: r.query, document, limit: MAX_PASSAGES }, tx);
   return rows.map((row, i) => ({ ...row, rank: i + 1 }));
 }

@@ -251,7 +251,8 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         refused: s.output.some((item) => item.type === 'refusal'),
         usageEstimated: s.usageEstimated ?? false,
         reconciled: s.reconciled ?? false,
-        waived: serviceFault(s.error?.code),
+        // A run the reconciler settles (terminated, timed out) is billed for what its calls consumed, as before.
+        waived: serviceFault(s.error?.code) && s.reconciled !== true,
       },
       sql,
     );

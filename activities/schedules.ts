@@ -30,6 +30,12 @@ const FIRING_SCOPES: ReadonlySet<Scope> = new Set();
 export async function fireSchedule(f: ScheduledRunInput & { firingId: string; firedAt: number }): Promise<{ run?: RunInput }> {
   const schedule = await scheduleToFire(f.scheduleId);
   if (!schedule) return {};
+  // Paused (by a caller, or by itself: then its Temporal Schedule is paused again, in case an earlier
+  // attempt of this firing paused the row but not the Schedule): a firing runs nothing.
+  if (schedule.paused) {
+    if (schedule.paused_reason) await pauseRunSchedule(await temporal(), schedule.public_id, schedule.paused_reason.message);
+    return {};
+  }
   const at = new Date(f.firedAt);
   const runId = derivedId('run', f.firingId, f.firedAt);
   const ids = { requestId: mintId('request'), traceId: mintTraceId() };

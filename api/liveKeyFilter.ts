@@ -32,56 +32,64 @@ interface Built {
 }
 
 let built: Promise<Built> | undefined;
-let subscribed = false;
-/** Hashes announced while a build reads the table: added to what it builds. */
-let announcedDuringBuild: string[] | undefined;
+/** The build under way, if any, with the hashes announced while it reads the table (added to what it builds). */
+let building: { next: Promise<Built>; announced: string[] } | undefined;
+let listening = false;
 
+/** One build at a time: a question or a rebuild during one waits for it. */
 function build(): Promise<Built> {
-  announcedDuringBuild = [];
+  if (building) return building.next;
+  const announced: string[] = [];
   const next = (async () => {
     const hashes = await liveKeyHashes();
     const filter = BloomFilter.create(hashes.length + HEADROOM, FALSE_POSITIVES);
-    for (const hash of [...hashes, ...(announcedDuringBuild ?? [])]) filter.add(hash);
-    announcedDuringBuild = undefined;
+    for (const hash of hashes) filter.add(hash);
     return { filter, room: HEADROOM };
   })();
-  // A failed build (the database away) is tried again at the next question.
-  next.catch(() => {
-    if (built === next) built = undefined;
-  });
+  building = { next, announced };
+  void next.then(
+    (b) => {
+      // Announced while it was read (until now): in it before it answers.
+      for (const hash of announced) b.filter.add(hash);
+      built = next;
+    },
+    // A failed build (the database away) is tried again at the next question; the filter in use stays.
+    () => undefined,
+  ).finally(() => (building = undefined));
   return next;
 }
 
 function listen(): void {
-  if (subscribed) return;
-  subscribed = true;
+  if (listening) return;
+  listening = true;
   const connection = subscriber();
   connection.on('message', (channel: string, hash: string) => {
     if (channel !== CHANNEL) return;
-    announcedDuringBuild?.push(hash);
+    building?.announced.push(hash);
     void built?.then((b) => {
       b.filter.add(hash);
       // Past its room the filter would admit too many strangers' keys: made anew.
-      if (--b.room <= 0) rebuild();
+      if (--b.room <= 0) void build();
     }, () => undefined);
   });
-  connection.subscribe(CHANNEL).catch((err) => logger.warn({ err: String(err) }, 'subscribing to key announcements failed'));
-  // Announcements made while this connection was away were missed: the filter is read anew once it is back.
-  connection.on('ready', rebuild);
-  setInterval(rebuild, REBUILD_EVERY_MS).unref();
-}
-
-function rebuild(): void {
-  const next = build();
-  // The filter in use stays until the new one is ready.
-  next.then(() => (built = next), () => undefined);
+  const subscribe = () => connection.subscribe(CHANNEL).catch((err) => logger.warn({ err: String(err) }, 'subscribing to key announcements failed: tried again when Redis is back'));
+  void subscribe();
+  // Announcements made while this connection was away were missed: it subscribes again (a first
+  // subscription may have failed) and the filter is read anew.
+  let connecting = connection.status !== 'ready';
+  connection.on('ready', () => {
+    // Its first connection is no reconnect: the filter built at the first question has everything.
+    if (connecting) return void (connecting = false);
+    void subscribe();
+    void build().catch(() => undefined);
+  });
+  setInterval(() => void build().catch(() => undefined), REBUILD_EVERY_MS).unref();
 }
 
 /** Whether the key with this hash may be live (false: certainly not, no lookup needed). */
 export async function mayBeLiveKey(hash: string): Promise<boolean> {
   listen();
-  built ??= build();
-  return (await built).filter.has(hash);
+  return (await (built ?? build())).filter.has(hash);
 }
 
 /** Tells every instance's filter of a key just created (best effort: without Redis, instances learn of it at their next rebuild). */

@@ -138,8 +138,9 @@ async function closedWorkflowOutcome(handle: WorkflowHandle, signal: AbortSignal
       try {
         ({ status } = await handle.describe());
       } catch (err) {
-        // Temporal restarting: the run goes on, and so does the wait (its announcement may come first).
+        // Temporal restarting: the run goes on, and so does the wait (its announcement may come first), asking no sooner than usual.
         if (unavailableDependency(err) !== 'temporal') throw err;
+        wait = Math.max(wait, FIRST_ASK_MS);
         continue;
       }
       if (signal.aborted) break;

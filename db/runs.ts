@@ -1,11 +1,11 @@
 import { mintId } from '../domain/ids';
 import type { RequiredCall } from '../domain/actions';
 import type { PassageRef } from '../domain/knowledge';
-import type { RunStatus } from '../domain/errors';
+import { invalidRequest, type RunStatus } from '../domain/errors';
 import type { OutputItem, RunKind } from '../domain/runs';
 import type { Usage } from '../domain/usage';
 import { pageStart } from './paging';
-import { sql, statement, transaction, type Sql } from './sql';
+import { sql, statement, withStatementTimeout, type Sql } from './sql';
 
 /**
  * The runs table: every write to it is here. A run is inserted when a worker takes it up
@@ -361,16 +361,13 @@ const RUN_PAGE = statement(
 /** The last run a page's scan reached, when it reached its bound: the next page looks on from there. */
 const SCAN_EDGE = statement(`SELECT public_id FROM (${SCANNED} OFFSET ${RUN_PAGE_SCAN - 1} LIMIT 1) edge`);
 
-const PAGE_TIMEOUT = statement(`SELECT set_config('statement_timeout', '${RUN_PAGE_TIMEOUT_MS}', true)`);
-
 /**
  * Up to `limit` of the workspace's runs that pass the filters, newest first, after the run `after`
  * (undefined: not the workspace's), from at most RUN_PAGE_SCAN of them; `scannedTo` names the last
  * run looked at when the page is short because the scan reached its bound.
  */
 export async function runPage(workspaceId: number, after: string | undefined, limit: number, f: RunFilters = {}): Promise<{ rows: RunListing[]; scannedTo?: string } | undefined> {
-  return transaction(async (tx) => {
-    await tx.rows(PAGE_TIMEOUT, []);
+  const page = withStatementTimeout(RUN_PAGE_TIMEOUT_MS, async (tx) => {
     const before = await pageStart(RUN_ANCHOR, workspaceId, after, tx);
     if (before === undefined) return undefined;
     const scan = [workspaceId, before, f.kinds ?? null, f.statuses ?? null, f.createdAfter ?? null, f.createdBefore ?? null];
@@ -378,6 +375,11 @@ export async function runPage(workspaceId: number, after: string | undefined, li
     if (rows.length >= limit) return { rows };
     const [edge] = await tx.rows<{ public_id: string }>(SCAN_EDGE, scan);
     return { rows, ...(edge && { scannedTo: edge.public_id }) };
+  });
+  // Stopped by its statement timeout (57014): the caller narrows it.
+  return page.catch((err: unknown) => {
+    if ((err as { code?: string }).code === '57014') throw invalidRequest('Finding this page took too long: narrow it (created_after, created_before, agent, status, kind).');
+    throw err;
   });
 }
 

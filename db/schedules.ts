@@ -43,10 +43,11 @@ export async function insertSchedule(
   return row;
 }
 
-const LOCK_WORKSPACE = statement('SELECT id FROM workspaces WHERE id = $1 FOR UPDATE');
+// A lock of its own, not the workspace's row: settlements and holds of the workspace never wait on a creation.
+const LOCK_WORKSPACE = statement("SELECT pg_advisory_xact_lock(hashtextextended('schedules:' || $1::text, 0))");
 const COUNT = statement('SELECT count(*)::int AS n FROM schedules WHERE workspace_id = $1 AND deleted_at IS NULL');
 
-/** How many schedules the workspace has, its row locked (inside the caller's transaction) so concurrent creations count one after another. */
+/** How many schedules the workspace has, counted under a lock of the workspace's schedules (inside the caller's transaction) so concurrent creations count one after another. */
 export async function lockedScheduleCount(workspaceId: number, tx: Sql): Promise<number> {
   await tx.rows(LOCK_WORKSPACE, [workspaceId]);
   return (await tx.rows<{ n: number }>(COUNT, [workspaceId]))[0].n;
@@ -120,6 +121,14 @@ const FIRED = statement(
 export async function recordFiring(scheduleKey: number, f: { at: Date; run: string | null; status: FiringStatus; errorCode: string | null }, on: Sql = sql): Promise<number> {
   const [row] = await on.rows<{ failuresInARow: number }>(FIRED, [scheduleKey, f.at, f.run, f.status, f.errorCode]);
   return row?.failuresInARow ?? 0;
+}
+
+// Whoever resumes a schedule runs it from then on: its firings check their creator (domain/creators.ts).
+const TAKE_OVER = statement('UPDATE schedules SET created_by_key = $2, created_by_member = $3, created_by_grant = $4 WHERE public_id = $1');
+
+/** The schedule's firings run on behalf of `by` from now on. */
+export async function takeOverSchedule(publicId: string, by: { keyKey: number | null; memberKey: number | null; grantId?: string }, on: Sql = sql): Promise<void> {
+  await on.rows(TAKE_OVER, [publicId, by.keyKey, by.memberKey, by.grantId ?? null]);
 }
 
 const PAUSE_ITSELF = statement(`UPDATE schedules SET paused = true, paused_reason = $2, updated_at = now() WHERE id = $1 AND NOT paused AND deleted_at IS NULL RETURNING ${COLUMNS}`);

@@ -107,3 +107,16 @@ export function transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
     }
   });
 }
+
+const STATEMENT_TIMEOUT = statement("SELECT set_config('statement_timeout', $1, true)");
+
+/**
+ * Runs `work` in one transaction whose statements PostgreSQL stops after `ms` each (57014): for reads
+ * whose cost a caller's filters decide, so a slow one fails instead of holding a connection.
+ */
+export function withStatementTimeout<T>(ms: number, work: (sql: Sql) => Promise<T>): Promise<T> {
+  return transaction(async (tx) => {
+    await tx.rows(STATEMENT_TIMEOUT, [String(ms)]);
+    return work(tx);
+  });
+}

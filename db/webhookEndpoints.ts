@@ -125,13 +125,17 @@ export async function resealEndpointSecrets(keys: KeyRing = keyRing(), on: Sql =
     if (rows.length === 0) return outcome;
     after = rows.at(-1)!.id;
     for (const row of rows) {
-      if (current(row.secret) && row.previous_secrets.every((p) => current(Buffer.from(p.secret, 'base64')))) continue;
+      // Secrets rotated out whose 24 hours are over sign nothing again: they go, whatever sealed them.
+      const live = row.previous_secrets.filter((p) => Date.parse(p.until) > Date.now());
+      if (current(row.secret) && live.length === row.previous_secrets.length && live.every((p) => current(Buffer.from(p.secret, 'base64')))) continue;
+      let resealed: { secret: Buffer; previous: typeof live };
       try {
-        const previous = row.previous_secrets.map((p) => ({ ...p, secret: seal(open(Buffer.from(p.secret, 'base64'), keys), keys).toString('base64') }));
-        outcome.resealed += await on.rowCount(RESEALED, [row.id, seal(open(row.secret, keys), keys), JSON.stringify(previous), row.secret]);
+        resealed = { secret: seal(open(row.secret, keys), keys), previous: live.map((p) => ({ ...p, secret: seal(open(Buffer.from(p.secret, 'base64'), keys), keys).toString('base64') })) };
       } catch {
         outcome.unopenable.push(row.public_id);
+        continue;
       }
+      outcome.resealed += await on.rowCount(RESEALED, [row.id, resealed.secret, JSON.stringify(resealed.previous), row.secret]);
     }
   }
 }

@@ -101,9 +101,10 @@ function callBound(r: RunCostInput): { calls: number; perCall: number } {
 
 /**
  * What a run that waits for people keeps held (docs/api.md, "Actions"): what it has consumed, and the
- * most its calls still to come may cost. The rest goes back to the balance while it waits.
+ * most its calls still to come may cost (`extraPerCall`: what it held more for each of them for large
+ * tool results, toolRoundExcess). The rest goes back to the balance while it waits.
  */
-export function heldWhileWaiting(r: RunCostInput, callsMade: number, consumed: number): number {
+export function heldWhileWaiting(r: RunCostInput, callsMade: number, consumed: number, extraPerCall = 0): number {
   const { calls, perCall } = callBound(r);
-  return consumed + Math.max(0, calls - callsMade) * perCall;
+  return consumed + Math.max(0, calls - callsMade) * (perCall + extraPerCall);
 }

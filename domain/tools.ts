@@ -42,7 +42,13 @@ export function fitToolResults(results: string[], budget: number): string[] {
     if (r.length > share) break;
     left -= r.length;
   }
-  return results.map((r) => (r.length <= share ? r : `${r.slice(0, share)}\n[cut to ${share} of ${r.length} characters: the run's credit hold covers no more]`));
+  // The note that a result was cut counts against its share too.
+  const cut = (r: string) => {
+    const note = (kept: number) => `\n[cut to ${kept} of ${r.length} characters: the run's credit hold covers no more]`;
+    const kept = Math.max(0, share - note(share).length);
+    return `${r.slice(0, kept)}${note(kept)}`;
+  };
+  return results.map((r) => (r.length <= share ? r : cut(r)));
 }
 
 /** The transcript of tool rounds so far, in the provider's wire shape. */

@@ -67,6 +67,10 @@ describe('a throttled address, on an API instance started after the flood', () =
     // Announced to every instance as it is created: this one has never seen it.
     expect((await until(async () => ((await logs(after.key)).status === 200 ? true : undefined), 'the new key to be served'))).toBe(true);
 
+    // The served keys' last use is written off the request's path: once it is, nothing else is under way.
+    const lastUsed = (t: { workspace: string }) =>
+      db().query<{ used: boolean }>('SELECT k.last_used_at IS NOT NULL AS used FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id WHERE w.public_id = :ws', { replacements: { ws: t.workspace }, type: QueryTypes.SELECT });
+    await until(async () => ((await lastUsed(before))[0].used && (await lastUsed(after))[0].used ? true : undefined), 'the keys’ last use to be written');
     // Once the filter is built, a prober's guesses cost no database query.
     const sent = proxy.bytesUp;
     const statuses = new Map<number, number>();

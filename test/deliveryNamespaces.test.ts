@@ -159,9 +159,6 @@ describe('a payload key changed and the old one dropped', () => {
 
   it('a starting worker makes its Schedules anew under the new key, so they run and deliveries flow; a workflow it cannot open is loud', async () => {
     await redis().del(unopenableMark(REKEY));
-    // The endpoint's secret is sealed at rest with the key that stays; the Schedules with the one that goes.
-    const { partner, merchant } = await fixture(['partner', `${receiver.url}/rekey`], { PAYLOAD_ENCRYPTION_KEYS: second });
-    const emit = (n: number) => fixture(['emit', partner, JSON.stringify(merchant), String(n)]);
     const queues = ['webhooks', 'background'];
     // A delivery in flight across the change: its first attempt fails, and its retry comes after it
     // (20 s later: long enough that the old worker is gone by then, however loaded the machine).
@@ -169,6 +166,10 @@ describe('a payload key changed and the old one dropped', () => {
     const before = startWorker(REKEY, { PAYLOAD_ENCRYPTION_KEYS: `${first},${second}`, WEBHOOK_RETRY_DELAYS_MS: '20000', WEBHOOK_DISABLE_AFTER_S: '3600' }, queues);
     // A completed run leaves its result, sealed with the first key, for the Schedule's next run to start with.
     await reconcilerRunCompletes();
+    // The endpoint's secret is sealed at rest with the key that stays, after this worker's start (which
+    // re-seals what it finds under its active key); the Schedules with the one that goes.
+    const { partner, merchant } = await fixture(['partner', `${receiver.url}/rekey`], { PAYLOAD_ENCRYPTION_KEYS: second });
+    const emit = (n: number) => fixture(['emit', partner, JSON.stringify(merchant), String(n)]);
     await emit(1);
     const [stuck] = await until(async () => {
       const rows = await deliveriesOf(partner);

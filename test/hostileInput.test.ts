@@ -133,20 +133,22 @@ describe('checks that come with validation', () => {
 describe('credential probing', () => {
   const from = (address: string) => ({ 'X-Forwarded-For': address });
 
-  it('refuses a malformed key at once, and a client address that keeps failing, while others carry on', async () => {
+  it('refuses a malformed key at once, and guesses from a client address that keeps failing, while live keys carry on', async () => {
     const t = await tenant({ scopes: ['logs:read'] });
     const logs = (key: string, address: string) => call(api.url, 'GET', '/api/v2/logs', { key, headers: from(address) });
     expect((await logs('tgcc_short', '203.0.113.1')).status).toBe(401);
     const guessed = () => `tgcc_${Buffer.from(Math.random().toString()).toString('base64url').padEnd(43, 'A').slice(0, 43)}`;
-    const { answers, blocked } = await inOneRateWindow(async () => {
+    const { answers, blocked, valid } = await inOneRateWindow(async () => {
       const answers: number[] = [];
       for (let i = 0; i < 7; i++) answers.push((await logs(guessed(), '203.0.113.2')).status);
-      return { answers, blocked: await logs(t.key, '203.0.113.2') };
+      return { answers, blocked: await logs(guessed(), '203.0.113.2'), valid: await logs(t.key, '203.0.113.2') };
     });
     expect(answers.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
     expect(blocked.status).toBe(429);
     expect(blocked.body.error.code).toBe('rate_limited');
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
+    // A key that resolves is served from that address all the same, and from any other.
+    expect(valid.status).toBe(200);
     expect((await logs(t.key, '203.0.113.3')).status).toBe(200);
   });
 });

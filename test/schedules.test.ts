@@ -4,7 +4,7 @@ import { fireSchedule } from '../activities/schedules';
 import { creditWorkspace } from '../db/workspaces';
 import { db } from '../db/sequelize';
 import { dataConverter } from '../infra/payloadCodec';
-import { revokeKey } from '../admin/commands';
+import { createWorkspaceKey, revokeKey } from '../admin/commands';
 import { type Answer, call, callsHeld, inOneRateWindow, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 
 // This file's own limits (its in-process API and the firings it plans itself read them).
@@ -249,11 +249,11 @@ describe('schedules are bounded', () => {
     const paused = (await read(t, id)).body;
     expect(paused).toMatchObject({ paused: true, paused_reason: { code: 'failing', message: expect.stringMatching(/^3 firings in a row could not run \(the last: usage_blocked/) }, last_firing: { status: 'blocked' } });
     expect((await client.schedule.getHandle(id).describe()).state).toMatchObject({ paused: true, note: paused.paused_reason.message });
-    // One event for the pause, however many firings came after it; one schedule.run_blocked per blocked firing.
+    // One event for the pause; a firing after it (triggered, or an attempt retried) records and runs nothing.
     const [event, ...more] = await eventsOf(t, 'schedule.paused');
     expect(more).toEqual([]);
     expect(event.envelope.data.object).toMatchObject({ id, object: 'schedule', paused: true, paused_reason: { code: 'failing' } });
-    expect(await eventsOf(t, 'schedule.run_blocked')).toHaveLength(4);
+    expect(await eventsOf(t, 'schedule.run_blocked')).toHaveLength(3);
 
     const resumed = await call(api.url, 'PATCH', `/api/v2/schedules/${id}`, { key: t.key, body: { paused: false } });
     expect(resumed.body).toMatchObject({ paused: false, paused_reason: null });
@@ -271,6 +271,10 @@ describe('schedules are bounded', () => {
     const [row] = await db().query<{ paused: boolean; paused_reason: { code: string; message: string }; last_error_code: string }>('SELECT paused, paused_reason, last_error_code FROM schedules WHERE public_id = :id', { replacements: { id }, type: QueryTypes.SELECT });
     expect(row).toMatchObject({ paused: true, paused_reason: { code: 'creator_cannot_run', message: expect.stringMatching(/can no longer run agents \(its key revoked/) }, last_error_code: 'permission_denied' });
     expect((await client.schedule.getHandle(id).describe()).state.paused).toBe(true);
+    // Resumed by a credential that may run agents, it runs on its behalf.
+    const other = (await createWorkspaceKey({ workspace: t.workspace, scopes: SCOPES.join(',') })).key;
+    expect((await call(api.url, 'PATCH', `/api/v2/schedules/${id}`, { key: other, body: { paused: false } })).body).toMatchObject({ paused: false, paused_reason: null });
+    expect((await fireSchedule(firing(id, 2))).run).toBeDefined();
   });
 
   it('its firings count against the workspace’s rate limits, as requests to run the agent', async () => {

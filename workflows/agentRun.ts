@@ -177,6 +177,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const toolNames: string[] = [];
   let handoff: { reason: string } | undefined;
   let calls = 0;
+  /** What the run held more, for each later model call, for large tool results (heldFor). */
+  let extraPerCall = 0;
   const knowledge = knowledgePlan(input.agent.config, input.options.knowledgePolicy);
   let passages: Passage[] = [];
   const passageRefs = () => passages.map(({ chunk, document, rank }) => ({ chunk, document, rank }));
@@ -288,7 +290,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     } catch (err) {
       if (isCancellation(err) || err instanceof DeadlinePassed || ranOutOfTime(err)) throw err;
       const failure = failureOf(err, deadline);
-      return failure.code === 'knowledge_unavailable' ? failure : unavailable;
+      // An outage of ours that outlasted the deadline says so (and is not charged).
+      return failure.code === 'knowledge_unavailable' || failure.code === 'service_unavailable' ? failure : unavailable;
     }
   }
 
@@ -335,7 +338,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     }
     if (required.length === 0) return;
     const since = Date.now();
-    await requireActions({ input, round, calls: required, callsMade: calls, consumed: creditsFor(usage) });
+    await requireActions({ input, round, calls: required, callsMade: calls, consumed: creditsFor(usage), ...(extraPerCall > 0 && { extraPerCall }) });
     await Promise.all(
       required.map(async ({ call_id, tool }) => {
         const call = waiting.get(call_id)!;
@@ -367,8 +370,10 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     const excess = toolRoundExcess(results);
     if (excess === 0 || !patched(TOOL_RESULTS_HOLD_PATCH)) return results;
     const credits = excess * callsLeft(costInputOf({ ...input, config: input.agent.config }), calls);
-    if (await holdForToolResults({ runId: input.runId, credits })) return results;
-    return fitToolResults(results, TOOL_RESULT_TOKENS);
+    if (!(await holdForToolResults({ runId: input.runId, credits }))) return fitToolResults(results, TOOL_RESULT_TOKENS);
+    // Kept when the hold is lowered for a wait for people.
+    extraPerCall += excess;
+    return results;
   }
 
   async function respond(): Promise<OutputItem[] | Failure> {

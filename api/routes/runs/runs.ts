@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { invalidRequest, ServiceError } from '../../../domain/errors';
+import { ServiceError } from '../../../domain/errors';
 import { TERMINAL_STATUSES } from '../../../domain/runs';
 import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
@@ -38,7 +38,7 @@ export function runsRoutes(router: Router<AppState>): void {
         createdBefore: f.created_before === undefined ? undefined : new Date(f.created_before),
         queuedLongerThanMs: f.queued_longer_than_ms === undefined ? undefined : Number(f.queued_longer_than_ms),
         reconciled: f.reconciled === undefined ? undefined : f.reconciled === 'true',
-      }).catch(tooLong);
+      });
       ctx.body = listPage(page?.rows, limit, runSummary, 'next_cursor', page?.scannedTo);
     },
   );
@@ -99,12 +99,6 @@ export function runsRoutes(router: Router<AppState>): void {
       ctx.body = await answerAction(await runAsItStands(ctx.state.principal!, params.run_id, { approver: body.decision !== undefined }), body);
     },
   );
-}
-
-/** A page stopped by its statement timeout (PostgreSQL's 57014): the caller narrows it. */
-function tooLong(err: unknown): never {
-  if ((err as { code?: string }).code === '57014') throw invalidRequest('Finding this page took too long: narrow it (created_after, created_before, agent, status, kind).');
-  throw err;
 }
 
 /** A run in a list: metadata only (its output is read one run at a time, GET /api/v2/runs/{id}). */

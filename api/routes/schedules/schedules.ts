@@ -5,7 +5,7 @@ import { ServiceError } from '../../../domain/errors';
 import { mintId } from '../../../domain/ids';
 import { scheduleObject } from '../../../domain/schedules';
 import { findAgentInWorkspace } from '../../../db/agents';
-import { deleteSchedule, findSchedule, insertSchedule, lockedScheduleCount, lockSchedule, schedulePage, updateSchedule, type ScheduleRow } from '../../../db/schedules';
+import { deleteSchedule, findSchedule, insertSchedule, lockedScheduleCount, lockSchedule, takeOverSchedule, schedulePage, updateSchedule, type ScheduleRow } from '../../../db/schedules';
 import { transaction, type Sql } from '../../../db/sql';
 import { config } from '../../../infra/config';
 import { temporal } from '../../../infra/temporalClient';
@@ -134,6 +134,9 @@ export function schedulesRoutes(router: Router<AppState>): void {
           if (!now) return undefined;
           // A cron replaces an interval, and the other way round.
           const when = body.cron !== undefined ? { cron: body.cron, intervalSeconds: null } : body.intervalSeconds !== undefined ? { cron: null, intervalSeconds: body.intervalSeconds } : { cron: now.cron, intervalSeconds: now.interval_seconds };
+          // Resumed, it runs on behalf of whoever resumed it (who may run agents): a schedule its creator can no longer run is taken over.
+          const { principal } = ctx.state;
+          if (now.paused && body.paused === false) await takeOverSchedule(params.id, { keyKey: principal!.keyKey, memberKey: principal!.memberKey, grantId: principal!.grantId }, tx);
           return updateSchedule(workspace.id, params.id, { run: body.run ?? now.run, ...when, timezone: body.timezone ?? now.timezone, overlap: body.overlap ?? now.overlap, paused: body.paused ?? now.paused }, tx);
         },
         (client, written) => putRunSchedule(client, written, workspace),
