@@ -4,7 +4,6 @@ import { config } from '../infra/config';
 import { logger } from '../infra/logger';
 import { redis } from '../db/redis';
 
-const WINDOW_MS = 60_000;
 
 /** Addresses refused until the end of the window in which they failed too often (this instance's view). */
 const blocked = new LRUCache<string, number>({ max: 10_000 });
@@ -45,11 +44,13 @@ export async function recordAuthFailure(address: string): Promise<void> {
   const limit = config().authFailureLimit;
   if (limit === 0) return;
   const at = now();
-  const window = Math.floor(at / WINDOW_MS);
+  const windowMs = config().authFailureWindowMs;
+  const window = Math.floor(at / windowMs);
   const key = `authfail:${address}:${window}`;
   try {
-    const [[, count]] = (await redis().multi().incr(key).pexpire(key, WINDOW_MS + 1000).exec()) as [[Error | null, number]];
-    if (count > limit) blocked.set(address, (window + 1) * WINDOW_MS);
+    const [[, count]] = (await redis().multi().incr(key).pexpire(key, windowMs + 1000).exec()) as [[Error | null, number]];
+    // A whole window from the failure that passed the limit, however late in its window it came.
+    if (count > limit) blocked.set(address, at + windowMs);
   } catch (err) {
     logger.warn({ err: String(err) }, 'failed authentication not counted');
   }

@@ -93,6 +93,8 @@ export interface Config {
   trustProxyHops: number;
   /** Failed authentications a client address may make per 60 s before it is refused (0: unlimited). */
   authFailureLimit: number;
+  /** The window AUTH_FAILURE_LIMIT counts in, and how long an address that passed it is refused, in ms. */
+  authFailureWindowMs: number;
   /** Schedules one workspace may have (SCHEDULES_PER_WORKSPACE), and firings in a row that could not run after which one pauses itself. */
   schedules: { perWorkspace: number; pauseAfterFailures: number };
   /** `kid:base64key,…` (the first encrypts); unset: a development key derived from SIGNING_SECRET. */
@@ -173,6 +175,7 @@ export function loadConfig(): Config {
     shutdownGraceMs: int('SHUTDOWN_GRACE_MS', 30_000),
     apiWaitGraceMs: int('API_WAIT_GRACE_MS', API_WAIT_GRACE_MS),
     authFailureLimit: int('AUTH_FAILURE_LIMIT', 60),
+    authFailureWindowMs: Math.max(1, int('AUTH_FAILURE_WINDOW_S', 60)) * 1000,
     schedules: { perWorkspace: Math.max(0, int('SCHEDULES_PER_WORKSPACE', 25)), pauseAfterFailures: Math.max(1, int('SCHEDULE_PAUSE_AFTER_FAILURES', 5)) },
     trustProxyHops: int('TRUST_PROXY_HOPS', 0),
     payloadEncryptionKeys: process.env.PAYLOAD_ENCRYPTION_KEYS || undefined,

@@ -266,7 +266,7 @@ describe('a Redis restart (empty)', () => {
     const redisServer = await privateRedis();
     try {
       // Its own failed-authentication limit, to see it start again from empty.
-      const env = { REDIS_URL: redisServer.url, TEMPORAL_NAMESPACE: OUTAGE_NAMESPACE, AUTH_FAILURE_LIMIT: '3' };
+      const env = { REDIS_URL: redisServer.url, TEMPORAL_NAMESPACE: OUTAGE_NAMESPACE, AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_S: '3600' };
       const [worker, proxiedApi] = await Promise.all([childWorker('agent-runs', env), childApi(env)]);
       children.push(worker, proxiedApi);
       const runs = await inFlight(proxiedApi.url);
