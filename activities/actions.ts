@@ -69,7 +69,7 @@ async function recordRequiredActions(r: RequiredActions): Promise<void> {
 }
 
 /** What an approval names to approve exactly these arguments: their SHA-256, hex. */
-export function argumentsSha256(args: string): string {
+function argumentsSha256(args: string): string {
   return createHash('sha256').update(args, 'utf8').digest('hex');
 }
 

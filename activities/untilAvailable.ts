@@ -38,7 +38,7 @@ export async function untilAvailable<T>(step: () => Promise<T>, runDeadline?: nu
 const DEADLINE_MARGIN_MS = 1_000;
 
 /** When this activity attempt must have ended, by its start-to-close and schedule-to-close timeouts (0: none), less a margin. */
-export function attemptDeadline(): number {
+function attemptDeadline(): number {
   const info = Context.current().info;
   const ends = [
     info.startToCloseTimeoutMs > 0 ? info.currentAttemptScheduledTimestampMs + info.startToCloseTimeoutMs : Infinity,

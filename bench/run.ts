@@ -208,7 +208,7 @@ async function main(): Promise<void> {
         log(`starting the stack (database ${database}, logs in ${LOG_DIR})`);
         // The outage phase puts a proxy between the service and its database, which it cuts.
         const databaseProxy = OUTAGE_ONLY ? await tcpProxy({ host: '127.0.0.1', port: 5432 }) : undefined;
-        stack = await startStack(children, stub, database, PROFILE, databaseProxy && ((url) => Object.assign(new URL(url), { port: String(databaseProxy.port) }).toString()));
+        stack = await startStack(children, stub, database, PROFILE, databaseProxy && ((url) => databaseProxy.through(url)));
         if (databaseProxy) {
           const o = SETTINGS.outage;
           log(`outage: ${o.rate} runs a second (each answered by the provider in ${o.replyMs} ms) for ${o.beforeS} s, then PostgreSQL cut for ${o.cutS} s, then ${o.afterS} s more`);

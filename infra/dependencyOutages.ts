@@ -46,8 +46,3 @@ export function dependencyAnswered(dependency: Dependency): void {
   meter.up(dependency, 1);
   logger.info({ dependency, outage_ms: Date.now() - since }, 'dependency available again');
 }
-
-/** Whether this process saw `dependency` fail and has not seen it answer since. */
-export function dependencyDown(dependency: Dependency): boolean {
-  return downSince.has(dependency);
-}

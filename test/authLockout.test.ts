@@ -55,7 +55,7 @@ describe('a throttled address, on an API instance started after the flood', () =
   it('serves a key created before it started and one created after the flood, refuses 10,000 random keys without a query, and stops a revoked key', async () => {
     const before = await tenant({ scopes: ['logs:read'] });
     // Its database through a proxy that counts what is sent to it.
-    const url = Object.assign(new URL(database.toString()), { port: String(proxy.port) }).toString();
+    const url = proxy.through(database.toString());
     // Refused for an hour once past the limit: the 10,000 guesses below never outlast it, however slow the machine.
     fresh = await childApi({ DATABASE_URL: url, AUTH_FAILURE_LIMIT: '3', AUTH_FAILURE_WINDOW_S: '3600' });
     const address = `203.0.113.${randomInt(1, 250)}`;

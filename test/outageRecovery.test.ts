@@ -61,9 +61,7 @@ async function counter(url: string, name: string): Promise<number> {
 it('delivers every event exactly once after the outage, an attempt sent during it included, and the dispatcher keeps firing', async () => {
   const metricsPort = await freePort();
   const metrics = `http://127.0.0.1:${metricsPort}/metrics`;
-  const proxied = new URL(databaseUrl);
-  proxied.port = String(proxy.port);
-  worker = await childWorker('webhooks', { DATABASE_URL: proxied.toString(), TEMPORAL_NAMESPACE: NAMESPACE, WORKER_METRICS_PORT: String(metricsPort) });
+  worker = await childWorker('webhooks', { DATABASE_URL: proxy.through(databaseUrl), TEMPORAL_NAMESPACE: NAMESPACE, WORKER_METRICS_PORT: String(metricsPort) });
   const { partner, merchant } = await fixture(['partner', `${receiver.url}/hooks`]);
 
   // The first event's POST is held by the receiver until the database is gone: its attempt is then

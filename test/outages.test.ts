@@ -36,11 +36,7 @@ afterAll(async () => {
 });
 
 /** The database the stack uses, reached through the proxy. */
-function proxiedDatabaseUrl(): string {
-  const url = new URL(process.env.DATABASE_URL!);
-  url.port = String(proxy.port);
-  return url.toString();
-}
+const proxiedDatabaseUrl = () => proxy.through(process.env.DATABASE_URL!);
 
 async function ledger(runId: string): Promise<{ status: string; lines: number; charged: number }> {
   const [run] = await db().query<{ status: string; lines: number; charged: number }>(

@@ -24,7 +24,7 @@ export const positiveParam = (name: string, defaultValue: number, max?: number) 
   );
 
 /** The largest offset a list takes: past it a page is better reached by narrowing the list (and PostgreSQL's OFFSET is a bigint). */
-export const MAX_OFFSET = 100_000;
+const MAX_OFFSET = 100_000;
 
 /** A non-negative integer parameter, at most MAX_OFFSET. */
 export const offsetParam = (name: string) =>

@@ -11,6 +11,8 @@ export interface TcpProxy {
   port: number;
   /** Bytes sent to the dependency so far: a client that sent none made no query. */
   readonly bytesUp: number;
+  /** `url` (the dependency's: postgres://…, redis://…) reaching it through this proxy instead. */
+  through(url: string): string;
   cut(): Promise<void>;
   restore(): Promise<void>;
   close(): Promise<void>;
@@ -48,6 +50,7 @@ export async function tcpProxy(upstream: { host: string; port: number }): Promis
     get bytesUp() {
       return bytesUp;
     },
+    through: (url) => Object.assign(new URL(url), { hostname: '127.0.0.1', port: String(port) }).toString(),
     async cut() {
       const closed = stopListening();
       for (const socket of open) socket.destroy();
