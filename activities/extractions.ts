@@ -8,6 +8,7 @@ import { findRunnableAgent } from '../db/agents';
 import { reserveCredits } from '../db/creditReservations';
 import { findDocument } from '../db/documents';
 import { extractionById, recordExtractionProgress, settleExtractionRecord, startExtractionRecord } from '../db/extractions';
+import { modelWindow } from '../infra/modelWindow';
 import { storeNamed } from '../storage';
 import { heartbeating } from './bounded';
 import { extractText } from './extract';
@@ -61,6 +62,7 @@ export function beginExtraction(e: { extractionId: string; workspace: Extraction
     if (parts.length === 0) return failed('invalid_request', 'The document has no text to extract from.');
     const config = agent.publishedConfig;
     const responseFormat = { type: 'json_schema' as const, name: 'extraction', schema: extraction.schema, strict: true as const };
+    const contextTokens = await modelWindow();
     const runs: RunInput[] = parts.map((part, i) => ({
       runId: mintId('run'),
       kind: 'extraction',
@@ -75,9 +77,10 @@ export function beginExtraction(e: { extractionId: string; workspace: Extraction
       requestContext: {},
       options: { knowledgePolicy: 'none', memoryPolicy: 'none', toolPolicy: 'none', preview: false, stream: false, timeoutMs: 120_000, responseFormat },
       acceptedAt: Date.now(),
+      contextTokens,
     }));
     const longest = runs.reduce((a, b) => (JSON.stringify(a.input).length >= JSON.stringify(b.input).length ? a : b));
-    const maximum = maxRunCost({ config, request: [longest.input, []], format: responseFormat, tools: [], memory: false, knowledge: false });
+    const maximum = maxRunCost({ config, request: [longest.input, []], format: responseFormat, tools: [], memory: false, knowledge: false, contextTokens });
     if (!(await startExtractionRecord(extraction.public_id, runs.map((r) => r.runId)))) return { state: 'gone' };
     return { state: 'planned', runs, maximum };
   });

@@ -13,6 +13,7 @@ import { MAX_OPEN_TURNS, type ConcurrencyPolicy, type TurnRef } from '../domain/
 import { documentExists } from '../db/documents';
 import { documentIndexedIn } from '../db/knowledgeChunks';
 import { collectionExists, collectionName } from '../db/knowledgeCollections';
+import { modelWindow } from '../infra/modelWindow';
 import { notFound } from './tenancy';
 import type { ExecutionRequest } from './validation/runtimeInput';
 
@@ -101,7 +102,8 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
   await begin();
   // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
   // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
-  const maximum = maxRunCost(costInputOf({ config, kind: target.kind, input: request.input, attachments: request.attachments, options: request.options }));
+  const contextTokens = await modelWindow();
+  const maximum = maxRunCost(costInputOf({ config, kind: target.kind, input: request.input, attachments: request.attachments, options: request.options, contextTokens }));
   const { held, turn } = await holdCredits(workspace.id, runId, maximum, target);
   if (!held) {
     throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
@@ -124,6 +126,7 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
     ...(resourceId && { resourceId }),
     options: request.options,
     acceptedAt: Date.now(),
+    contextTokens,
     ...(turn && { turn }),
   };
 }

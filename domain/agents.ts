@@ -9,6 +9,25 @@ export const DEFAULT_MEMORY_MESSAGES = 20;
  */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 4_096;
 
+/**
+ * What an agent that sets no instructions is told (docs/api.md, "Agents"). Without any, a small model
+ * asked "hello" may run on to its output cap; asked to be brief, it answers in a sentence.
+ */
+export const DEFAULT_INSTRUCTIONS = 'You are a helpful assistant. Answer the user directly and briefly, in plain language.';
+
+/** The agent's instructions, or the default when it sets none. */
+export function instructionsOf(config: AgentConfig): string {
+  return config.instructions?.trim() ? config.instructions : DEFAULT_INSTRUCTIONS;
+}
+
+/**
+ * The most one call may produce: the agent's max_output_tokens (or the default), and never more than
+ * the model's window (`contextTokens`, unknown for runs planned before it was kept).
+ */
+export function outputCap(config: AgentConfig, contextTokens: number | undefined): number {
+  return Math.min(config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS, contextTokens ?? Infinity);
+}
+
 export const AGENT_STATUSES = ['active', 'draft', 'paused', 'preview', 'archived'] as const;
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
 

@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } from './agents';
+import { DEFAULT_MEMORY_MESSAGES, instructionsOf, outputCap, type AgentConfig } from './agents';
 import { conversational, REPAIR_ATTEMPTS, type ResponseFormat, type RunInput } from './runs';
 import { MAX_TOOL_ROUNDS, toolSpecs } from './tools';
 import { estimateTokens, type Usage } from './usage';
@@ -28,9 +28,9 @@ export function serviceFault(code: ErrorCode | undefined): boolean {
  * messages of the output cap each. The history sent is cut to it (activities/model.ts), since stored
  * user messages can be far longer and what a call costs above its reservation is never charged.
  */
-export function historyTokens(config: AgentConfig): number {
+export function historyTokens(config: AgentConfig, contextTokens: number | undefined): number {
   if (config.memory?.enabled === false) return 0;
-  return (config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES) * (config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS);
+  return (config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES) * outputCap(config, contextTokens);
 }
 
 /**
@@ -73,10 +73,12 @@ export interface RunCostInput {
   tools: unknown[];
   memory: boolean;
   knowledge: boolean;
+  /** The model's window the run was planned with (infra/modelWindow.ts); unknown for runs planned before it was kept. */
+  contextTokens?: number;
 }
 
 /** What bounds a run's cost, from what it was asked: the same at acceptance (planRun) and while it runs. */
-export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments' | 'options'> & { config: AgentConfig }): RunCostInput {
+export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments' | 'options' | 'contextTokens'> & { config: AgentConfig }): RunCostInput {
   return {
     config: run.config,
     request: [run.input, run.attachments],
@@ -84,19 +86,21 @@ export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments'
     tools: toolSpecs(run.config, run.options.toolPolicy),
     memory: conversational(run.kind) && run.options.memoryPolicy === 'auto',
     knowledge: knowledgePlan(run.config, run.options.knowledgePolicy).collections.length > 0,
+    ...(run.contextTokens !== undefined && { contextTokens: run.contextTokens }),
   };
 }
 
 /** maxRunCost in its two factors: how many model calls the run may make, and the most one of them can cost. */
 function callBound(r: RunCostInput): { calls: number; perCall: number } {
   const toolsOffered = r.tools.length > 0;
-  const output = r.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS;
+  const output = outputCap(r.config, r.contextTokens);
   const calls = 1 + (toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
-  const history = r.memory ? historyTokens(r.config) : 0;
+  const history = r.memory ? historyTokens(r.config, r.contextTokens) : 0;
   const toolRounds = toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
   // Every call sends the instructions, the request, the response format (its schema), the tools offered and the retrieved passages.
-  const prompt = estimateTokens(JSON.stringify([r.config.instructions ?? '', r.request, r.format, r.tools])) + history + toolRounds + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);
-  return { calls, perCall: prompt + output };
+  const prompt = estimateTokens(JSON.stringify([instructionsOf(r.config), r.request, r.format, r.tools])) + history + toolRounds + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);
+  // A call's prompt and output share the model's window: no call uses more (activities/model.ts fits the history to it).
+  return { calls, perCall: Math.min(prompt + output, r.contextTokens ?? Infinity) };
 }
 
 /**

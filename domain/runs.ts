@@ -75,6 +75,11 @@ export interface RunInput {
   options: RunOptions;
   /** Milliseconds since epoch when the API accepted the request, for the run's latency. */
   acceptedAt: number;
+  /**
+   * The model's window in tokens when the run was planned (infra/modelWindow.ts): its hold and every
+   * call's output cap and history use this figure. Runs planned before it was kept have none.
+   */
+  contextTokens?: number;
   /** The job whose item this run is: its webhook events carry it as `correlation.job_id`. */
   jobId?: string;
   /** The schedule whose firing this run is: its webhook events carry it as `correlation.schedule_id`. */

@@ -69,6 +69,8 @@ export interface Config {
   modelApiKey: string;
   /** How structured output is asked of an OpenAI-compatible provider (activities/providers/openai.ts). */
   modelStructuredOutput: 'auto' | 'json_schema' | 'json_object';
+  /** The model's context window in tokens (MODEL_CONTEXT_TOKENS); unset, it is asked of the provider (infra/modelWindow.ts). */
+  modelContextTokens: number | undefined;
   signingSecret: string;
   publicBaseUrl: string;
   sseKeepaliveMs: number;
@@ -156,6 +158,7 @@ export function loadConfig(): Config {
     modelBaseUrl: process.env.MODEL_BASE_URL || undefined,
     modelApiKey: str('MODEL_API_KEY', 'unset'),
     modelStructuredOutput: oneOf('MODEL_STRUCTURED_OUTPUT', ['auto', 'json_schema', 'json_object'] as const, 'auto'),
+    modelContextTokens: process.env.MODEL_CONTEXT_TOKENS ? Math.max(256, int('MODEL_CONTEXT_TOKENS', 0)) : undefined,
     signingSecret: str('SIGNING_SECRET', DEVELOPMENT_SIGNING_SECRET),
     publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`),
     sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15000),
