@@ -1,7 +1,7 @@
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { DEFAULT_MAX_OUTPUT_TOKENS, DEFAULT_MEMORY_MESSAGES, type AgentConfig } from '../domain/agents';
+import { DEFAULT_MEMORY_MESSAGES, type AgentConfig } from '../domain/agents';
 import { historyTokens } from '../domain/billing';
-import { checkStructured } from '../domain/structuredOutput';
+import { checkStructured, CUT_OFF_PROBLEM } from '../domain/structuredOutput';
 import { itemText, type Attachment, type Deadline, type OutputItem, type ResponseFormat, type StructuredCheck } from '../domain/runs';
 import { estimateTokens, type Usage } from '../domain/usage';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
@@ -15,6 +15,7 @@ import { providerFormat } from './providers/responseFormat';
 import { countedUsage } from './tokenCount';
 import { addConsumedUsage } from '../db/runs';
 import { assemblePrompt, userContent } from './prompt';
+import { fitToWindow } from './contextWindow';
 import { modelProvider } from './providers';
 import { ProviderError, type ChatMessage } from './providers/types';
 import type { StreamEventType } from '../domain/streamEvents';
@@ -44,6 +45,8 @@ export interface GenerateInput {
   toolTurns: ToolTurn[];
   /** Passages retrieved for the run, sent as labelled context with every call. */
   knowledge?: Passage[];
+  /** The model's window the run was planned with (RunInput.contextTokens): the prompt is fitted to it. */
+  contextTokens?: number;
 }
 
 export interface GenerateResult {
@@ -56,6 +59,8 @@ export interface GenerateResult {
   refusal?: string;
   model: string;
   check: StructuredCheck;
+  /** Earlier messages of the conversation memory would have sent, left out to fit the run's hold or the model's window. */
+  historyOmitted?: number;
 }
 
 
@@ -69,20 +74,20 @@ function textOf(content: unknown): string {
 
 /**
  * The conversation's latest messages, as many as memory keeps and, newest first, as fit the tokens
- * the run's reservation counted for history (historyTokens): older ones are left out.
+ * the run's reservation counted for history (historyTokens): older ones are left out, and counted.
  */
-async function loadHistory(input: GenerateInput): Promise<ChatMessage[]> {
-  if (!input.historyFrom || input.config.memory?.enabled === false) return [];
+async function loadHistory(input: GenerateInput): Promise<{ history: ChatMessage[]; omitted: number }> {
+  if (!input.historyFrom || input.config.memory?.enabled === false) return { history: [], omitted: 0 };
   const messages = await recentMessages(input.historyFrom.conversationId, input.historyFrom.beforeRunKey, input.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES);
   const history = messages.map((m): ChatMessage =>
     m.role === 'user'
       ? { role: 'user', content: userContent(m.content as string | Record<string, unknown>, []) }
       : { role: 'assistant', content: textOf(m.content) },
   );
-  let budget = historyTokens(input.config);
+  let budget = historyTokens(input.config, input.contextTokens);
   let from = history.length;
   while (from > 0 && (budget -= estimateTokens(JSON.stringify(history[from - 1].content))) >= 0) from--;
-  return history.slice(from);
+  return { history: history.slice(from), omitted: from };
 }
 
 /**
@@ -138,19 +143,28 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
   const events = new RunEvents(input.runId);
   const attempt = ctx.info.attempt;
   const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
-  const history = await untilAvailable(() => loadHistory(input), input.deadline.at);
-  const messages = assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history, format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge });
+  const loaded = await untilAvailable(() => loadHistory(input), input.deadline.at);
+  const provider = modelProvider();
+  const prompt = await fitToWindow(
+    input.config,
+    input.contextTokens,
+    loaded.history,
+    (history) => assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history, format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge }),
+    (messages) => provider.countPromptTokens?.(messages, callSignal(input.deadline)) ?? Promise.resolve(undefined),
+  );
+  const messages = prompt.messages;
+  const historyOmitted = loaded.omitted + prompt.omitted;
   if (input.stream && attempt > 1) await resetStreamedCall(events, input, attempt, messages, deltaType);
   let streamed = '';
   const deltas = new DeltaWindow((delta) => events.emit(deltaType, { id: input.runId, call: input.call, attempt, delta }));
   const notice = watchCancel(input.runId);
   const signal = AbortSignal.any([callSignal(input.deadline), notice.signal]);
   try {
-    const reply = await modelProvider().complete({
+    const reply = await provider.complete({
       model: input.config.model ?? 'default',
       messages,
       temperature: input.config.temperature,
-      maxOutputTokens: input.config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+      maxOutputTokens: prompt.maxTokens,
       responseFormat: providerFormat(input.format),
       tools: input.tools,
       toolChoice: input.toolChoice,
@@ -171,9 +185,10 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
       toolCalls: reply.toolCalls.map((c) => ({ ...c, arguments: storableText(c.arguments) })),
       usage: reply.usage ?? countedUsage(reply.model, messages, reply),
       ...(!reply.usage && { usageEstimated: true }),
+      ...(historyOmitted > 0 && { historyOmitted }),
       model: reply.model,
       // A refusal is an answer: nothing to validate or repair.
-      ...(reply.refusal !== undefined ? { refusal: reply.refusal, check: { ok: true as const, value: null } } : { check: checkStructured(reply.text, input.format) }),
+      ...(reply.refusal !== undefined ? { refusal: reply.refusal, check: { ok: true as const, value: null } } : { check: structuredCheck(reply.text, reply.truncated === true, input.format) }),
     };
   } catch (err) {
     if (signal.aborted) {
@@ -196,6 +211,12 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
     notice.release();
     await events.flush();
   }
+}
+
+/** A structured reply cut off at the cap is not malformed but unfinished: its repair says so. */
+function structuredCheck(text: string, truncated: boolean, format: ResponseFormat): StructuredCheck {
+  const check = checkStructured(text, format);
+  return !check.ok && truncated ? { ok: false, paths: ['$'], problems: [CUT_OFF_PROBLEM] } : check;
 }
 
 /**

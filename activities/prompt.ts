@@ -1,7 +1,8 @@
-import type { AgentConfig } from '../domain/agents';
+import { instructionsOf, type AgentConfig } from '../domain/agents';
 import type { Attachment, ResponseFormat } from '../domain/runs';
 import type { ToolTurn } from '../domain/tools';
 import { knowledgeContext, type Passage } from '../domain/knowledge';
+import { CUT_OFF_PROBLEM } from '../domain/structuredOutput';
 import type { ChatMessage } from './providers/types';
 
 export interface PromptParts {
@@ -40,17 +41,18 @@ export function userContent(input: string | Record<string, unknown>, attachments
 }
 
 /**
- * The one place prompts are put together: system from the agent version, then history, then the
+ * The one place prompts are put together: system from the agent version (or the default instructions), then history, then the
  * retrieved knowledge (data, labelled as such, in a message of its own), then the turn.
  */
 export function assemblePrompt(parts: PromptParts): ChatMessage[] {
-  const system = [parts.config.instructions, formatInstruction(parts.format)].filter(Boolean).join('\n\n');
-  const messages: ChatMessage[] = [];
-  if (system) messages.push({ role: 'system', content: system });
+  const system = [instructionsOf(parts.config), formatInstruction(parts.format)].filter(Boolean).join('\n\n');
+  const messages: ChatMessage[] = [{ role: 'system', content: system }];
   messages.push(...parts.history);
   if (parts.knowledge?.length) messages.push({ role: 'user', content: knowledgeContext(parts.knowledge) });
   messages.push({ role: 'user', content: userContent(parts.input, parts.attachments) }, ...(parts.toolTurns ?? []));
-  if (parts.repair) {
+  if (parts.repair?.problems.includes(CUT_OFF_PROBLEM)) {
+    messages.push({ role: 'user', content: 'Your previous reply ran past the output limit and was cut off. Reply again with one complete JSON object, kept short.' });
+  } else if (parts.repair) {
     messages.push(
       { role: 'assistant', content: parts.repair.previous },
       { role: 'user', content: `That reply did not match the required format:\n${parts.repair.problems.join('\n')}\nReply again with only the corrected JSON object.` },

@@ -106,7 +106,7 @@ export interface StartRun {
   /** Whether the conversation's earlier turns go to the model (memory applies). */
   memory: boolean;
   /** The first model call, less what the run already says. */
-  call: Omit<GenerateInput, 'runId' | 'traceId' | 'config' | 'input' | 'attachments' | 'historyFrom'>;
+  call: Omit<GenerateInput, 'runId' | 'traceId' | 'config' | 'input' | 'attachments' | 'historyFrom' | 'contextTokens'>;
   /** When the reply ends the run, settle it here (completed): what retrieval gave the model. Absent in runs begun before. */
   settle?: { knowledge: PassageRef[] };
 }
@@ -137,11 +137,12 @@ export function startRun(s: StartRun): Promise<StartedRun> {
       input: s.run.input,
       attachments: s.run.attachments,
       historyFrom: s.memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
+      contextTokens: s.run.contextTokens,
     });
     const output = s.settle && finalOutput(reply, s.call.format);
     if (!output) return { ...reply, begun };
     try {
-      const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, usageEstimated: reply.usageEstimated, model: reply.model, toolNames: [], knowledge: s.settle?.knowledge, unlessCancelRequested: true });
+      const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, usageEstimated: reply.usageEstimated, historyOmitted: reply.historyOmitted, model: reply.model, toolNames: [], knowledge: s.settle?.knowledge, unlessCancelRequested: true });
       return { ...reply, begun, settled };
     } catch (err) {
       // The run was cancelled before the reply came: the workflow settles it cancelled. Any other
@@ -179,6 +180,8 @@ export interface Settlement {
   unlessCancelRequested?: boolean;
   /** Some call's usage was counted by the service, its provider having reported none. */
   usageEstimated?: boolean;
+  /** The most earlier messages any call of the run left out to fit the model's window (GenerateResult.historyOmitted). */
+  historyOmitted?: number;
   /** The reconciler settles the run: its workflow ended without settling it. */
   reconciled?: boolean;
   /** A queued turn settles before its turn came (cancelled or given up in the queue): its message is not part of the conversation. */
@@ -250,6 +253,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         unlessCancelRequested: s.unlessCancelRequested ?? false,
         refused: s.output.some((item) => item.type === 'refusal'),
         usageEstimated: s.usageEstimated ?? false,
+        historyOmitted: s.historyOmitted ?? 0,
         reconciled: s.reconciled ?? false,
         // A run the reconciler settles (terminated, timed out) is billed for what its calls consumed, as before.
         waived: serviceFault(s.error?.code) && s.reconciled !== true,

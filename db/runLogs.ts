@@ -17,6 +17,7 @@ export interface LogRow {
   uncharged_credits: number;
   refused: boolean;
   usage_estimated: boolean;
+  history_omitted: number;
   knowledge: { chunk: string; document: string; rank: number }[];
   created_at: Date;
 }
@@ -25,7 +26,7 @@ const ANCHOR = statement('SELECT id FROM run_logs WHERE public_id = $1 AND works
 // Only metadata columns are selected: the log never carries transcript content.
 const PAGE = statement(
   `SELECT l.public_id, r.public_id AS run, a.public_id AS agent, l.status, l.latency_ms, l.model,
-          l.input_tokens, l.output_tokens, l.total_tokens, l.cached_tokens, l.tool_names, l.error_code, l.uncharged_credits::int AS uncharged_credits, l.refused, l.usage_estimated, l.knowledge, l.created_at
+          l.input_tokens, l.output_tokens, l.total_tokens, l.cached_tokens, l.tool_names, l.error_code, l.uncharged_credits::int AS uncharged_credits, l.refused, l.usage_estimated, l.history_omitted, l.knowledge, l.created_at
      FROM run_logs l JOIN runs r ON r.id = l.run_id JOIN agents a ON a.id = r.agent_id
     WHERE l.workspace_id = $1 AND l.id < $2
     ORDER BY l.id DESC

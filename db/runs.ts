@@ -114,8 +114,8 @@ const SETTLE = statement(
    ), line AS (
      INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge WHERE (SELECT ok FROM go)
    ), log AS (
-     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code, knowledge, uncharged_credits, refused, usage_estimated)
-     SELECT $12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19, $9::bigint - charge.credits, $21, $22 FROM charge WHERE (SELECT ok FROM go)
+     INSERT INTO run_logs (public_id, workspace_id, run_id, status, latency_ms, model, input_tokens, output_tokens, total_tokens, cached_tokens, tool_names, error_code, knowledge, uncharged_credits, refused, usage_estimated, history_omitted)
+     SELECT $12, $1, $2, $3, $13, $14, $10, $11, $15, $16, $17, $6, $19, $9::bigint - charge.credits, $21, $22, $25 FROM charge WHERE (SELECT ok FROM go)
    )
    UPDATE workspaces SET credits = credits + (SELECT held - credits FROM charge) WHERE id = $1 AND (SELECT ok FROM go)
    RETURNING credits, usage_threshold AS "usageThreshold", (SELECT credits FROM charge) AS charged`,
@@ -152,6 +152,8 @@ export interface RunSettlement {
   reconciled: boolean;
   /** The run failed through the service's fault: charged nothing, its whole cost in the log's uncharged_credits beside the error code. */
   waived: boolean;
+  /** Earlier messages of the conversation left out of its calls to fit the model's window (or the run's hold). */
+  historyOmitted: number;
 }
 
 /**
@@ -184,6 +186,7 @@ export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ char
     s.usageEstimated,
     s.reconciled,
     s.waived,
+    s.historyOmitted,
   ]);
   return balance;
 }

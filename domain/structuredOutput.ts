@@ -145,6 +145,12 @@ function pathOf(error: ErrorObject): string {
 }
 
 /**
+ * The problem of a structured reply that stopped at the call's output cap: unfinished, not malformed.
+ * Its repair asks again for a complete, shorter object, without the cut-off reply, which could fill the window.
+ */
+export const CUT_OFF_PROBLEM = '$: the reply was cut off at the output limit before it was complete';
+
+/**
  * Parses, prunes and validates a model reply. Problems name paths and rules, never the reply's
  * values, so they are safe to return to the caller and to send back to the model for the repair.
  */

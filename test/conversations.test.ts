@@ -1,6 +1,7 @@
 import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
 import { type Answer, call, providerRequests, tenant, type Tenant, useApi } from './support/stack';
+import { DEFAULT_INSTRUCTIONS } from '../domain/agents';
 
 const api = useApi();
 
@@ -47,7 +48,7 @@ describe('conversations', () => {
     await post(t, conv, { input: 'first' });
     await post(t, conv, { input: 'second', options: { memory_policy: 'none' } });
     const [, second] = await providerRequests(t.model);
-    expect(second.body.messages).toEqual([{ role: 'user', content: 'second' }]);
+    expect(second.body.messages).toEqual([{ role: 'system', content: DEFAULT_INSTRUCTIONS }, { role: 'user', content: 'second' }]);
   });
 
   it('refuses a different agent in the body, and a conversation without an assistant with 409', async () => {

@@ -8,6 +8,7 @@ import { errorEnvelope } from '../api/middleware/errorEnvelope';
 import { requestContext } from '../api/middleware/requestContext';
 import { db } from '../db/sequelize';
 import { type Answer, call, providerRequests, tenant, until, useApi } from './support/stack';
+import { DEFAULT_INSTRUCTIONS } from '../domain/agents';
 
 const api = useApi();
 
@@ -34,7 +35,7 @@ describe('the vertical slice: POST /api/v2/responses', () => {
 
     const sent = await providerRequests(t.model);
     expect(sent).toHaveLength(1);
-    expect(sent[0].body.messages).toEqual([{ role: 'user', content: 'hello there' }]);
+    expect(sent[0].body.messages).toEqual([{ role: 'system', content: DEFAULT_INSTRUCTIONS }, { role: 'user', content: 'hello there' }]);
 
     const client = new Client({ connection: await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! }), dataConverter });
     try {

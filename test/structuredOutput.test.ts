@@ -1,3 +1,4 @@
+import type { StubReply } from './stack/stubProvider';
 import { call, providerRequests, scriptModel, tenant, useApi } from './support/stack';
 
 const api = useApi();
@@ -13,7 +14,7 @@ const PERSON = {
   },
 };
 
-async function respond(format: unknown, replies: { text: string }[]) {
+async function respond(format: unknown, replies: StubReply[]) {
   const t = await tenant();
   await scriptModel(t.model, replies);
   const res = await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Who?', response_format: format } });
@@ -29,6 +30,17 @@ describe('structured output', () => {
     // The schema reaches the provider, strict (it fits the strict subset), and stays in the prompt for providers that only take json_object.
     expect(sent[0].body.response_format).toEqual({ type: 'json_schema', json_schema: { name: 'person', schema: PERSON.schema, strict: true } });
     expect(sent[0].body.messages[0].content).toContain('"required":["name","age"]');
+  });
+
+  it('asks a reply cut off at the output cap again for a complete object, without resending what was cut off', async () => {
+    const cut = '{"name": "Ada", "notes": "' + 'and so on, '.repeat(200);
+    const { res, sent } = await respond({ type: 'json_object' }, [{ text: cut, truncated: true }, { text: '{"name": "Ada"}' }]);
+    expect(res.status).toBe(200);
+    expect(res.body.output).toEqual([{ type: 'json', json: { name: 'Ada' } }]);
+    expect(sent).toHaveLength(2);
+    const repair = sent[1].body.messages as { role: string; content: string }[];
+    expect(JSON.stringify(repair)).not.toContain('and so on');
+    expect(repair.at(-1)).toEqual({ role: 'user', content: expect.stringContaining('cut off') });
   });
 
   it('sends a schema outside the strict subset with strict: false', async () => {

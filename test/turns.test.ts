@@ -9,6 +9,7 @@ import { turnIsNext } from '../activities/turns';
 import { dataConverter } from '../infra/payloadCodec';
 import { reconcileNow } from '../workflows/reconcileRuns.client';
 import { type Answer, call, callsHeld, heldRequests, providerRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
+import { DEFAULT_INSTRUCTIONS } from '../domain/agents';
 
 const api = useApi();
 let client: Client;
@@ -78,7 +79,7 @@ describe('turns of one conversation', () => {
     expect(requests).toHaveLength(5);
     // Each call's history is the one before it, its reply, and its own message: no turn ran beside another.
     const messages = requests.map((r) => r.body.messages as { role: string; content: string }[]);
-    expect(messages[0]).toEqual([{ role: 'user', content: expect.any(String) }]);
+    expect(messages[0]).toEqual([{ role: 'system', content: DEFAULT_INSTRUCTIONS }, { role: 'user', content: expect.any(String) }]);
     for (let k = 1; k < 5; k++) {
       expect(messages[k]).toEqual([...messages[k - 1], { role: 'assistant', content: `reply ${k}` }, { role: 'user', content: expect.any(String) }]);
     }
@@ -120,6 +121,7 @@ describe('turns of one conversation', () => {
     expect((await first).body.status).toBe('cancelled');
     const [, call2] = await providerRequests(t.model);
     expect(call2.body.messages).toEqual([
+      { role: 'system', content: DEFAULT_INSTRUCTIONS },
       { role: 'user', content: 'one' },
       { role: 'user', content: 'two' },
     ]);
@@ -150,6 +152,7 @@ describe('turns of one conversation', () => {
     // The turn cancelled in the queue never had its turn: its message is not in the conversation.
     const [, call2] = await providerRequests(t.model);
     expect(call2.body.messages).toEqual([
+      { role: 'system', content: DEFAULT_INSTRUCTIONS },
       { role: 'user', content: 'one' },
       { role: 'assistant', content: 'first' },
       { role: 'user', content: 'three' },

@@ -168,6 +168,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const memory = conversational(input.kind) && input.options.memoryPolicy === 'auto';
   let usage: Usage = ZERO_USAGE;
   let usageEstimated = false;
+  let historyOmitted = 0;
   let model = input.agent.config.model ?? 'default';
   const format = input.options.responseFormat;
 
@@ -228,10 +229,11 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       ({ begun, settled, ...reply } = await modelCalls(`${summary}, starting the run`).startRun({ run: input, memory, call, settle: { knowledge: passageRefs() } }));
     } else {
       const historyFrom = memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined;
-      reply = await modelCalls(summary).generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom });
+      reply = await modelCalls(summary).generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom, contextTokens: input.contextTokens });
     }
     usage = addUsage(usage, reply.usage);
     usageEstimated ||= reply.usageEstimated === true;
+    historyOmitted = Math.max(historyOmitted, reply.historyOmitted ?? 0);
     model = reply.model;
     return reply;
   };
@@ -407,7 +409,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const settle = async (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) => {
     await cancelRecorded;
     return CancellationScope.nonCancellable(() =>
-      settleRun({ input, status, output, usage, usageEstimated, model, toolNames, handoff, error, knowledge: passageRefs(), ...(input.turn && { turnNeverCame: !hadTurn }) }),
+      settleRun({ input, status, output, usage, usageEstimated, historyOmitted, model, toolNames, handoff, error, knowledge: passageRefs(), ...(input.turn && { turnNeverCame: !hadTurn }) }),
     );
   };
 

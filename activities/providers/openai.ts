@@ -59,10 +59,37 @@ export class OpenAIProvider implements ModelProvider {
   private readonly mode: StructuredOutputMode;
   /** Models that refused json_schema. */
   private readonly schemaRefused = new LRUCache<string, true>({ max: 1000 });
+  /** Whether the server counts prompts (llama.cpp's /apply-template and /tokenize): unknown until it is first asked. */
+  private counts: boolean | undefined;
 
-  constructor(options: { baseURL?: string; apiKey: string; structuredOutput?: StructuredOutputMode }) {
+  constructor(private readonly options: { baseURL?: string; apiKey: string; structuredOutput?: StructuredOutputMode }) {
     this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey, maxRetries: 0 });
     this.mode = options.structuredOutput ?? 'auto';
+  }
+
+  /**
+   * The prompt's tokens by the server's own chat template and tokenizer, where it is llama.cpp's (the
+   * embedded model): a prompt is fitted to its window exactly. Other servers answer 404 once, and are
+   * not asked again; a failure to ask is no count, never a failed call.
+   */
+  async countPromptTokens(messages: ChatMessage[], signal: AbortSignal): Promise<number | undefined> {
+    if (this.counts === false || !this.options.baseURL) return undefined;
+    const origin = this.options.baseURL.replace(/\/+$/, '').replace(/\/v1$/, '');
+    const ask = async (path: string, body: unknown): Promise<Record<string, unknown> | undefined> => {
+      const res = await fetch(origin + path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${this.options.apiKey}` }, body: JSON.stringify(body), signal });
+      if (res.status === 404) this.counts = false;
+      return res.ok ? ((await res.json()) as Record<string, unknown>) : undefined;
+    };
+    try {
+      const templated = await ask('/apply-template', { messages: messages.map(toWire) });
+      if (typeof templated?.prompt !== 'string') return undefined;
+      const tokenized = await ask('/tokenize', { content: templated.prompt, add_special: true, parse_special: true });
+      if (!Array.isArray(tokenized?.tokens)) return undefined;
+      this.counts = true;
+      return tokenized.tokens.length;
+    } catch {
+      return undefined;
+    }
   }
 
   async complete(request: ModelRequest): Promise<ModelReply> {
@@ -111,6 +138,7 @@ export class OpenAIProvider implements ModelProvider {
       toolCalls,
       usage: usageOf(completion.usage),
       ...(message?.refusal && { refusal: message.refusal }),
+      ...(completion.choices[0]?.finish_reason === 'length' && { truncated: true }),
       model: completion.model || params.model,
     };
   }
@@ -124,9 +152,11 @@ export class OpenAIProvider implements ModelProvider {
     let refusal = '';
     let model = params.model;
     let usage: Usage | undefined;
+    let truncated = false;
     const calls = new Map<number, ToolCall>();
     for await (const chunk of stream) {
       if (chunk.model) model = chunk.model;
+      if (chunk.choices[0]?.finish_reason === 'length') truncated = true;
       if (chunk.usage) usage = usageOf(chunk.usage);
       const delta = chunk.choices[0]?.delta;
       if (delta?.content) {
@@ -143,6 +173,6 @@ export class OpenAIProvider implements ModelProvider {
         calls.set(part.index, call);
       }
     }
-    return { text, toolCalls: [...calls.values()], usage, ...(refusal && { refusal }), model };
+    return { text, toolCalls: [...calls.values()], usage, ...(refusal && { refusal }), ...(truncated && { truncated }), model };
   }
 }

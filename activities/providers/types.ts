@@ -34,6 +34,8 @@ export interface ModelReply {
   usage: Usage | undefined;
   /** The model declined to answer (OpenAI's `message.refusal`): its explanation, instead of an answer. */
   refusal?: string;
+  /** The reply stopped at the call's max_tokens (`finish_reason: "length"`), not where the model ended it. */
+  truncated?: boolean;
   model: string;
 }
 
@@ -48,4 +50,6 @@ export class ProviderError extends Error {
 export interface ModelProvider {
   readonly name: 'local' | 'openai';
   complete(request: ModelRequest): Promise<ModelReply>;
+  /** The prompt's size in the model's own tokens, where the provider's server can count it (llama.cpp's); else undefined. */
+  countPromptTokens?(messages: ChatMessage[], signal: AbortSignal): Promise<number | undefined>;
 }

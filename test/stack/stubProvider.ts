@@ -29,6 +29,8 @@ export interface StubReply {
   noUsage?: boolean;
   /** Decline: OpenAI's `message.refusal` (streamed as `delta.refusal`), content null. */
   refusal?: string;
+  /** The reply ran to the request's max_tokens: `finish_reason: "length"`. */
+  truncated?: boolean;
   /**
    * Answer a request that carries `response_format: {type: "json_schema"}` with a 400 about the
    * response format, as a server without schema support does, without using up this reply.
@@ -85,6 +87,10 @@ function toolCallsOf(reply: StubReply) {
 }
 
 /** The usage in an answer: the JSON body's, or the last SSE chunk's that carries one. */
+function finishReason(reply: StubReply): string {
+  return reply.toolCalls ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
+}
+
 function reportedUsage(answer: string): RecordedRequest['relayedUsage'] {
   const objects = answer.trimStart().startsWith('{') ? [answer] : answer.split('\n').filter((line) => line.startsWith('data: {')).map((line) => line.slice(6));
   return objects.map((o) => JSON.parse(o).usage).filter(Boolean).at(-1);
@@ -93,9 +99,15 @@ function reportedUsage(answer: string): RecordedRequest['relayedUsage'] {
 export class StubProvider extends LoopbackServer {
   private readonly scripts = new Map<string, Script>();
 
+  /**
+   * `relayAll`: every model's requests are relayed to the real model server, and so are llama.cpp's own
+   * endpoints the service asks (its slot size, /props; its prompt count, /apply-template and /tokenize):
+   * a deployment of the service whose provider is the embedded model, with what it sends recorded.
+   */
   constructor(
     private readonly realModelUrl?: string,
     private readonly realModelKey?: string,
+    private readonly relayAll = false,
   ) {
     super();
   }
@@ -137,6 +149,10 @@ export class StubProvider extends LoopbackServer {
       await this.complete(req, res);
       return;
     }
+    if (this.relayAll && ['/props', '/apply-template', '/tokenize'].includes(url.pathname)) {
+      await this.relay(url.pathname, req.method === 'POST' ? await readJson(req) : undefined, undefined, res);
+      return;
+    }
     res.writeHead(404).end();
   }
 
@@ -148,7 +164,7 @@ export class StubProvider extends LoopbackServer {
     res.on('close', () => {
       if (!res.writableFinished) recorded.aborted = true;
     });
-    if (String(body.model).startsWith(REAL_MODEL_PREFIX)) return this.relay(body, recorded, res);
+    if (this.relayAll || String(body.model).startsWith(REAL_MODEL_PREFIX)) return this.relay('/v1/chat/completions', body, recorded, res);
     if (script.replies[0]?.refusesJsonSchema && (body.response_format as { type?: string } | undefined)?.type === 'json_schema') {
       res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.", type: 'invalid_request_error' } }));
       return;
@@ -173,7 +189,7 @@ export class StubProvider extends LoopbackServer {
     if (!body.stream) {
       const message = { role: 'assistant', content: reply.toolCalls || reply.refusal ? null : text, refusal: reply.refusal ?? null, ...(reply.toolCalls && { tool_calls: toolCallsOf(reply) }) };
       res.writeHead(200, { 'content-type': 'application/json' }).end(
-        JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: reply.toolCalls ? 'tool_calls' : 'stop' }], ...(!reply.noUsage && { usage: usageOf(reply) }) }),
+        JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finishReason(reply) }], ...(!reply.noUsage && { usage: usageOf(reply) }) }),
       );
       return;
     }
@@ -187,19 +203,19 @@ export class StubProvider extends LoopbackServer {
       if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
     }
     if (reply.toolCalls) send(chunk({ tool_calls: toolCallsOf(reply) }));
-    send(chunk({}, reply.toolCalls ? 'tool_calls' : 'stop'));
+    send(chunk({}, finishReason(reply)));
     if (!reply.noUsage) send({ ...base, object: 'chat.completion.chunk', choices: [], usage: usageOf(reply) });
     res.end('data: [DONE]\n\n');
   }
 
-  private async relay(body: Record<string, unknown>, recorded: RecordedRequest, res: ServerResponse): Promise<void> {
+  private async relay(path: string, body: Record<string, unknown> | undefined, recorded: RecordedRequest | undefined, res: ServerResponse): Promise<void> {
     if (!this.realModelUrl) throw new Error('no real model server to relay to');
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    const answer = await fetch(`${this.realModelUrl}/v1/chat/completions`, {
-      method: 'POST',
+    const answer = await fetch(this.realModelUrl + path, {
+      method: body ? 'POST' : 'GET',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${this.realModelKey}` },
-      body: JSON.stringify(body),
+      ...(body && { body: JSON.stringify(body) }),
       signal: abort.signal,
     });
     res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
@@ -207,7 +223,7 @@ export class StubProvider extends LoopbackServer {
     const text: string[] = [];
     Readable.fromWeb(answer.body as ReadableStream)
       .on('data', (chunk: Buffer) => text.push(chunk.toString('utf8')))
-      .on('end', () => (recorded.relayedUsage = reportedUsage(text.join(''))))
+      .on('end', () => recorded && (recorded.relayedUsage = reportedUsage(text.join(''))))
       .on('error', () => res.destroy())
       .pipe(res);
   }

@@ -17,6 +17,7 @@ export const logs: Resource = {
         usage: ref('Usage'),
         usage_estimated: { type: 'boolean', description: 'The provider reported no usage: the service counted the tokens (a real tokenizer for known OpenAI models, else an estimate) and billed that.' },
         refused: { type: 'boolean', description: 'The model refused: the run completed with a refusal output item.' },
+        history_omitted: integer({ minimum: 0, description: "Earlier messages of the conversation that memory would have sent but were left out, oldest first and whole turns at a time, to fit the model's context window (or the run's reservation). 0 for runs without memory." }),
         tool_names: { type: 'array', items: string() },
         error_code: orNull(ref('ErrorCode')),
         uncharged_credits: integer({

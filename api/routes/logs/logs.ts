@@ -31,6 +31,7 @@ export function logsRoutes(router: Router<AppState>): void {
           uncharged_credits: l.uncharged_credits,
           refused: l.refused,
           usage_estimated: l.usage_estimated,
+          history_omitted: l.history_omitted,
           knowledge: l.knowledge,
           created_at: l.created_at.toISOString(),
         }),
