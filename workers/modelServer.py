@@ -42,6 +42,20 @@ def main() -> None:
     params.n_ctx = slots * int(os.environ.get("MODEL_SERVER_CONTEXT", "2048"))
     # The chat template the GGUF carries, rendered as the model was trained on it.
     params.use_jinja = True
+    # Sampling for a small model, set here and not in the service's provider-neutral request (a
+    # request's own temperature still wins): the model card's temperature and top-p, and llama.cpp's
+    # guards against loops, a repeat penalty and DRY. Measured in docs/performance.md ("The embedded
+    # model's answers"): with llama.cpp's plain defaults about one "hello" in twenty ran to the cap.
+    sampling = params.sampling
+    sampling.temp = 0.2
+    sampling.top_p = 0.9
+    sampling.penalty_repeat = 1.1
+    sampling.penalty_last_n = 64
+    sampling.dry_multiplier = 0.8
+    sampling.dry_base = 1.75
+    sampling.dry_allowed_length = 2
+    # DRY looks back over the whole context, not 64 tokens: a loop whose period is a few sentences is caught too.
+    sampling.dry_penalty_last_n = -1
     params.endpoint_metrics = True
     # Anyone who reaches the port could spend its compute: with a key, only the service can.
     if os.environ.get("MODEL_SERVER_API_KEY"):

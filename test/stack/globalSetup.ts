@@ -5,7 +5,7 @@ import { StubProvider } from './stubProvider';
 import { startS3Server } from './s3Server';
 import type { StackHandles } from './globalTeardown';
 
-const SPARE_NAMESPACES = ['aes-blue', 'aes-green', 'aes-rekey', 'aes-outage', 'aes-resume'];
+const SPARE_NAMESPACES = ['aes-blue', 'aes-green', 'aes-rekey', 'aes-outage', 'aes-resume', 'aes-embedded'];
 
 /**
  * The real stack for the whole test run: an in-memory Temporal dev server, a fresh PostgreSQL

@@ -103,8 +103,9 @@ export async function releaseHeld(model: string): Promise<void> {
   await fetch(`${process.env.STUB_URL}/_stub/release?model=${encodeURIComponent(model)}`, { method: 'POST' });
 }
 
-export async function providerRequests(model: string): Promise<RecordedRequest[]> {
-  const res = await fetch(`${process.env.STUB_URL}/_stub/requests?model=${encodeURIComponent(model)}`);
+/** What the stub (the suite's, or one a test started at `stubUrl`) was sent for the model. */
+export async function providerRequests(model: string, stubUrl = process.env.STUB_URL): Promise<RecordedRequest[]> {
+  const res = await fetch(`${stubUrl}/_stub/requests?model=${encodeURIComponent(model)}`);
   return (await res.json()) as RecordedRequest[];
 }
 
