@@ -2,7 +2,7 @@ import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activ
 import { DEFAULT_MEMORY_MESSAGES, type AgentConfig } from '../domain/agents';
 import { historyTokens } from '../domain/billing';
 import { checkStructured, CUT_OFF_PROBLEM } from '../domain/structuredOutput';
-import { itemText, type Attachment, type Deadline, type OutputItem, type ResponseFormat, type StructuredCheck } from '../domain/runs';
+import { itemText, type Attachment, type CallerExchange, type Deadline, type OutputItem, type ResponseFormat, type StructuredCheck } from '../domain/runs';
 import { estimateTokens, type Usage } from '../domain/usage';
 import { callSignal, deadlineFailure, heartbeating } from './bounded';
 import { RunEvents } from './runEvents';
@@ -47,6 +47,8 @@ export interface GenerateInput {
   knowledge?: Passage[];
   /** The model's window the run was planned with (RunInput.contextTokens): the prompt is fitted to it. */
   contextTokens?: number;
+  /** A /v1 caller's exchange (RunInput.exchange): its history instead of a conversation's, and its instructions after the agent's. */
+  exchange?: CallerExchange;
 }
 
 export interface GenerateResult {
@@ -77,6 +79,7 @@ function textOf(content: unknown): string {
  * the run's reservation counted for history (historyTokens): older ones are left out, and counted.
  */
 async function loadHistory(input: GenerateInput): Promise<{ history: ChatMessage[]; omitted: number }> {
+  if (input.exchange) return { history: input.exchange.history, omitted: 0 };
   if (!input.historyFrom || input.config.memory?.enabled === false) return { history: [], omitted: 0 };
   const messages = await recentMessages(input.historyFrom.conversationId, input.historyFrom.beforeRunKey, input.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES);
   const history = messages.map((m): ChatMessage =>
@@ -149,7 +152,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
     input.config,
     input.contextTokens,
     loaded.history,
-    (history) => assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history, format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge }),
+    (history) => assemblePrompt({ config: input.config, input: input.input, attachments: input.attachments, history, format: input.format, repair: input.repair, toolTurns: input.toolTurns, knowledge: input.knowledge, callerInstructions: input.exchange?.instructions }),
     (messages) => provider.countPromptTokens?.(messages, callSignal(input.deadline)) ?? Promise.resolve(undefined),
   );
   const messages = prompt.messages;

@@ -17,6 +17,8 @@ export interface PromptParts {
   repair?: { previous: string; problems: string[] };
   /** Retrieved passages: a labelled message of their own, never part of the instructions. */
   knowledge?: Passage[];
+  /** A /v1 caller's own system or developer messages: a system message after the agent's, which come first. */
+  callerInstructions?: string;
 }
 
 const TASK_LINE = 'Task: handle the structured input below as your instructions describe.';
@@ -47,6 +49,7 @@ export function userContent(input: string | Record<string, unknown>, attachments
 export function assemblePrompt(parts: PromptParts): ChatMessage[] {
   const system = [instructionsOf(parts.config), formatInstruction(parts.format)].filter(Boolean).join('\n\n');
   const messages: ChatMessage[] = [{ role: 'system', content: system }];
+  if (parts.callerInstructions) messages.push({ role: 'system', content: parts.callerInstructions });
   messages.push(...parts.history);
   if (parts.knowledge?.length) messages.push({ role: 'user', content: knowledgeContext(parts.knowledge) });
   messages.push({ role: 'user', content: userContent(parts.input, parts.attachments) }, ...(parts.toolTurns ?? []));

@@ -106,7 +106,7 @@ export interface StartRun {
   /** Whether the conversation's earlier turns go to the model (memory applies). */
   memory: boolean;
   /** The first model call, less what the run already says. */
-  call: Omit<GenerateInput, 'runId' | 'traceId' | 'config' | 'input' | 'attachments' | 'historyFrom' | 'contextTokens'>;
+  call: Omit<GenerateInput, 'runId' | 'traceId' | 'config' | 'input' | 'attachments' | 'historyFrom' | 'contextTokens' | 'exchange'>;
   /** When the reply ends the run, settle it here (completed): what retrieval gave the model. Absent in runs begun before. */
   settle?: { knowledge: PassageRef[] };
 }
@@ -138,6 +138,7 @@ export function startRun(s: StartRun): Promise<StartedRun> {
       attachments: s.run.attachments,
       historyFrom: s.memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined,
       contextTokens: s.run.contextTokens,
+      exchange: s.run.exchange,
     });
     const output = s.settle && finalOutput(reply, s.call.format);
     if (!output) return { ...reply, begun };

@@ -31,6 +31,8 @@ import { partnerWebhooksRoutes } from './routes/partnerWebhooks/partnerWebhooks'
 import { usageRoutes } from './routes/usage/usage';
 import { webhooksRoutes } from './routes/webhooks/webhooks';
 import { openapiRoutes } from './routes/openapi/openapi';
+import { chatCompletionsRoutes } from './routes/v1/chatCompletions';
+import { modelsRoutes } from './routes/v1/models';
 import type { AppState } from './state';
 
 /** The API's routers: uploads stream their raw bytes to storage, so they are routed before the JSON body parser reads anything. */
@@ -54,6 +56,9 @@ function routers(): { rawBody: Router<AppState>; json: Router<AppState> } {
   webhooksRoutes(router);
   partnerWebhooksRoutes(router);
   openapiRoutes(router);
+  // The OpenAI-compatible surface: the same pipeline, OpenAI's wire shapes (api/openai/).
+  modelsRoutes(router);
+  chatCompletionsRoutes(router);
   const rawBodyRouter = new Router<AppState>();
   documentTransfersRoutes(rawBodyRouter);
   return { rawBody: rawBodyRouter, json: router };

@@ -1,7 +1,8 @@
 import type { Context } from 'koa';
 import { WorkflowFailedError } from '@temporalio/client';
 import { config } from '../infra/config';
-import { ERROR_TABLE, errorBody, ServiceError } from '../domain/errors';
+import { ERROR_TABLE, ServiceError } from '../domain/errors';
+import { failureBody } from './middleware/errorEnvelope';
 import { mintId } from '../domain/ids';
 import type { RunOptions, RunOutcome, RunResponse } from '../domain/runs';
 import { runStatus } from '../db/runs';
@@ -9,7 +10,7 @@ import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/a
 import { workspaceOf } from './middleware/auth';
 import type { AppState } from './state';
 import { runAsItStands } from './runs';
-import { relayRunEvents } from './streaming';
+import { relayRunEvents, type StreamWire } from './streaming';
 import { temporal } from '../infra/temporalClient';
 import type { ExecutionRequest } from './validation/runtimeInput';
 import { planRun, type ExecutionTarget, type RunRequester } from './planRun';
@@ -37,7 +38,7 @@ function respond(ctx: Ctx, outcome: RunOutcome): void {
   }
   // The run's own request id, so every answer about one run (a resumed retry's too) is the same bytes.
   ctx.status = ERROR_TABLE[outcome.error.code].http;
-  ctx.body = errorBody(outcome.error, outcome.run.request_id, outcome.run);
+  ctx.body = failureBody(ctx, outcome.error, outcome.run);
 }
 
 /** The run's outcome, or undefined when it is not over within `ms` (or `outcome` gave none). */
@@ -53,11 +54,11 @@ function within(outcome: Promise<RunOutcome | undefined>, ms: number): Promise<R
  * with the run as it stands, which the caller polls, and which idempotency does not store, so a retry
  * with the same key attaches to the run.
  */
-async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean, settlement?: Settlement): Promise<void> {
+async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean, settlement?: Settlement, wire?: StreamWire): Promise<void> {
   ctx.state.runId = runId;
   if (options.stream) {
     // Only the stream that started the run cancels it by going away; a retry attaching to it follows it.
-    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original });
+    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original, wire });
     return;
   }
   // A retry that attaches to a run waiting for people answers as the first request did.
@@ -88,19 +89,20 @@ function answerAsItStands(ctx: Ctx, runId: string, run: RunResponse): void {
 }
 
 /**
- * The one execution pipeline behind /responses, /agents/{id}/runs and /conversations/{id}/messages.
+ * The one execution pipeline behind /responses, /agents/{id}/runs and /conversations/{id}/messages,
+ * and the `/v1` surface's runs (which write their streams through a `wire` of their own).
  * The body was validated and the caller authenticated and scoped before this runs; here: resolve the
  * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
  * A retried idempotent request that began a run before attaches to it instead (its recovery point).
  */
-export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget): Promise<void> {
+export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget, wire?: StreamWire): Promise<void> {
   const client = await temporal();
   const resumed = ctx.state.recovery?.resumed;
   if (resumed) {
     // Looked up in this order: a run recorded before the lookup had a workflow, so if Temporal no
     // longer keeps it (past its retention) it is answered from its record, never held or started again.
     const recorded = (await runStatus(resumed)) !== undefined;
-    if (await describeRun(client, resumed)) return answer(ctx, runHandle(client, resumed), resumed, request.options, false);
+    if (await describeRun(client, resumed)) return answer(ctx, runHandle(client, resumed), resumed, request.options, false, undefined, wire);
     if (recorded) {
       ctx.state.runId = resumed;
       ctx.body = await runAsItStands(ctx.state.principal!, resumed);
@@ -121,7 +123,7 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     const heard = settlement && (await settlement.ready) ? settlement : undefined;
     const handle = await startRun(client, input);
     if (target.concurrency === 'interrupt' && input.turn) await interruptTurnsBefore(client, input.turn);
-    await answer(ctx, handle, runId, request.options, !resumed, heard);
+    await answer(ctx, handle, runId, request.options, !resumed, heard, wire);
   } finally {
     settlement?.stop();
   }

@@ -103,7 +103,7 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
   // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
   // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
   const contextTokens = await modelWindow();
-  const maximum = maxRunCost(costInputOf({ config, kind: target.kind, input: request.input, attachments: request.attachments, options: request.options, contextTokens }));
+  const maximum = maxRunCost(costInputOf({ config, kind: target.kind, input: request.input, attachments: request.attachments, options: request.options, exchange: request.exchange, contextTokens }));
   const { held, turn } = await holdCredits(workspace.id, runId, maximum, target);
   if (!held) {
     throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
@@ -125,6 +125,7 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
     requestContext: request.requestContext,
     ...(resourceId && { resourceId }),
     options: request.options,
+    ...(request.exchange && { exchange: request.exchange }),
     acceptedAt: Date.now(),
     contextTokens,
     ...(turn && { turn }),

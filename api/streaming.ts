@@ -10,7 +10,19 @@ import { runStreams, type StreamEntry } from './runStreamReader';
 import { listenForSettlement, outcomeOf } from './settlements';
 import { cancelRun } from './cancelRun';
 
+/**
+ * How a run's events are written to the client: the spec's SSE frames, or another API's shapes (the
+ * `/v1` surface's chunks and events, api/openai/). `frame` answers '' for an event the wire has no shape for.
+ */
+export interface StreamWire {
+  frame(type: string, data: string, id?: string): string;
+}
+
+const SPEC_WIRE: StreamWire = { frame: sseFrame };
+
 export interface RelayOptions {
+  /** The spec's frames unless given. */
+  wire?: StreamWire;
   runId: string;
   requestId: string;
   /** Replay after this stream entry (Last-Event-ID); from the beginning when absent. */
@@ -67,8 +79,9 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   const write = (text: string) => {
     if (!res.writableEnded) res.write(text);
   };
+  const wire = o.wire ?? SPEC_WIRE;
   const finish = (type: string, data: string, id?: string) => {
-    write(sseFrame(type, data, id));
+    write(wire.frame(type, data, id));
     terminal = true;
     countAnswer(type, data);
     end();
@@ -82,7 +95,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
       if (over()) return;
       if (type === 'response.tool.action_required') cancelOnDisconnect = false;
       if (TERMINAL_EVENTS.has(type)) finish(type, data, id);
-      else write(sseFrame(type, data, id));
+      else write(wire.frame(type, data, id));
     }
   };
 

@@ -156,3 +156,27 @@ export async function agentPage(workspaceId: number, after: string | undefined, 
   const before = await pageStart(AGENT_ANCHOR, workspaceId, after, on);
   return before === undefined ? undefined : on.rows<AgentListing>(AGENT_PAGE, [workspaceId, before, limit]);
 }
+
+/** An agent the `/v1` surface lists as a model: active, so a run may use it. */
+export interface ModelListing {
+  public_id: string;
+  name: string;
+  created_at: Date;
+}
+
+const ACTIVE_AGENTS = statement(
+  `SELECT public_id, name, created_at FROM agents WHERE workspace_id = $1 AND status = 'active' AND builtin IS NULL ORDER BY id DESC LIMIT 1000`,
+);
+
+/** The workspace's active agents, newest first (at most 1,000: OpenAI's model list has no pages). */
+export function activeAgents(workspaceId: number, on: Sql = sql): Promise<ModelListing[]> {
+  return on.rows<ModelListing>(ACTIVE_AGENTS, [workspaceId]);
+}
+
+const NAMED = statement(`SELECT public_id FROM agents WHERE workspace_id = $1 AND name = $2 AND builtin IS NULL LIMIT 2`);
+
+/** The agent of this name, when the workspace has exactly one (an OpenAI client names its model so). */
+export async function agentNamed(workspaceId: number, name: string, on: Sql = sql): Promise<string | undefined> {
+  const rows = await on.rows<{ public_id: string }>(NAMED, [workspaceId, name]);
+  return rows.length === 1 ? rows[0].public_id : undefined;
+}

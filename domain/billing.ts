@@ -78,10 +78,11 @@ export interface RunCostInput {
 }
 
 /** What bounds a run's cost, from what it was asked: the same at acceptance (planRun) and while it runs. */
-export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments' | 'options' | 'contextTokens'> & { config: AgentConfig }): RunCostInput {
+export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments' | 'options' | 'exchange' | 'contextTokens'> & { config: AgentConfig }): RunCostInput {
   return {
     config: run.config,
-    request: [run.input, run.attachments],
+    // A /v1 caller's exchange is sent with every call, as the request is.
+    request: [run.input, run.attachments, ...(run.exchange ? [run.exchange] : [])],
     format: run.options.responseFormat,
     tools: toolSpecs(run.config, run.options.toolPolicy),
     memory: conversational(run.kind) && run.options.memoryPolicy === 'auto',

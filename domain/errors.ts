@@ -69,12 +69,15 @@ export class ServiceError extends Error {
   readonly code: ErrorCode;
   /** Response headers that belong to this failure (for example Retry-After). */
   readonly headers: Record<string, string>;
+  /** The request parameter at fault, where one is (OpenAI's error shape names it: api/openai/errors.ts). */
+  readonly param: string | undefined;
 
-  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}) {
+  constructor(code: ErrorCode, message: string, headers: Record<string, string> = {}, param?: string) {
     super(message);
     this.name = 'ServiceError';
     this.code = code;
     this.headers = headers;
+    this.param = param;
   }
 
   get httpStatus(): number {
@@ -100,4 +103,4 @@ export function errorBody(failure: { code: ErrorCode; message: string }, request
   return { error: { code: failure.code, message: failure.message, request_id: requestId }, ...(run && { id: run.id, status: run.status, trace_id: run.trace_id }) };
 }
 
-export const invalidRequest = (message: string) => new ServiceError('invalid_request', message);
+export const invalidRequest = (message: string, param?: string) => new ServiceError('invalid_request', message, {}, param);

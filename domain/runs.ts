@@ -3,6 +3,7 @@ import type { ErrorCode, RunStatus } from './errors';
 import type { TurnRef } from './turns';
 import type { Usage } from './usage';
 import type { RequiredAction } from './actions';
+import type { ToolTurn } from './tools';
 
 /**
  * What a run was asked for by: /responses (stateless: no copy of the exchange is kept), an agent run
@@ -51,6 +52,16 @@ export interface Attachment {
   type?: 'file' | 'image' | 'audio' | 'video' | 'document';
 }
 
+/**
+ * The exchange so far, as a caller of the `/v1` surface sends it whole with each request (stateless,
+ * as OpenAI's API is): its own instructions, which follow the agent's, and the earlier messages,
+ * which are the run's history instead of a conversation's.
+ */
+export interface CallerExchange {
+  instructions?: string;
+  history: ({ role: 'user'; content: string } | { role: 'assistant'; content: string } | ToolTurn)[];
+}
+
 /** Everything a run needs, fixed by the API before the workflow starts. */
 export interface RunInput {
   runId: string;
@@ -75,6 +86,8 @@ export interface RunInput {
   options: RunOptions;
   /** Milliseconds since epoch when the API accepted the request, for the run's latency. */
   acceptedAt: number;
+  /** A `/v1` caller's exchange so far (api/openai/): the history and instructions it sent. */
+  exchange?: CallerExchange;
   /**
    * The model's window in tokens when the run was planned (infra/modelWindow.ts): its hold and every
    * call's output cap and history use this figure. Runs planned before it was kept have none.

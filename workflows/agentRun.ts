@@ -229,7 +229,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       ({ begun, settled, ...reply } = await modelCalls(`${summary}, starting the run`).startRun({ run: input, memory, call, settle: { knowledge: passageRefs() } }));
     } else {
       const historyFrom = memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined;
-      reply = await modelCalls(summary).generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom, contextTokens: input.contextTokens });
+      reply = await modelCalls(summary).generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom, contextTokens: input.contextTokens, exchange: input.exchange });
     }
     usage = addUsage(usage, reply.usage);
     usageEstimated ||= reply.usageEstimated === true;

@@ -1,5 +1,6 @@
 import type { Context, Middleware } from 'koa';
-import { errorBody, ServiceError } from '../../domain/errors';
+import { errorBody, ServiceError, type ErrorCode, type RunStatus } from '../../domain/errors';
+import { OPENAI_PREFIX, openAiErrorBody } from '../openai/errors';
 import { logger } from '../../infra/logger';
 import { unavailableDependency } from '../../infra/dependencyErrors';
 import { dependencyFailed } from '../../infra/dependencyOutages';
@@ -39,5 +40,13 @@ export const retryAfter = () => ({ 'Retry-After': String(DEPENDENCY_RETRY_AFTER_
 export function renderFailure(ctx: Context & { state: AppState }, failure: ServiceError): void {
   ctx.status = failure.httpStatus;
   for (const [name, value] of Object.entries(failure.headers)) ctx.set(name, value);
-  ctx.body = errorBody(failure, ctx.state.requestId);
+  ctx.body = failureBody(ctx, failure);
+}
+
+/**
+ * The one shaper of a failure's body: the spec's envelope (with the run, and the run's own request id,
+ * when the failure ended one), or OpenAI's error object on the `/v1` surface, with the same status and our code.
+ */
+export function failureBody(ctx: Context & { state: AppState }, failure: { code: ErrorCode; message: string; param?: string }, run?: { id: string; status: RunStatus; trace_id: string; request_id: string }) {
+  return ctx.path.startsWith(OPENAI_PREFIX) ? openAiErrorBody(failure) : errorBody(failure, run?.request_id ?? ctx.state.requestId, run);
 }

@@ -37,7 +37,7 @@ export function validated<T>(schema: yup.Schema<T>, value: unknown): T {
   } catch (err) {
     // A body that is JSON but not an object (null, an array, a string) fails the root's type.
     if (err instanceof yup.ValidationError && !err.path && (err.type === 'typeError' || err.type === 'nullable')) throw invalidRequest('Request body must be a JSON object.');
-    if (err instanceof yup.ValidationError) throw invalidRequest(err.errors[0] ?? 'Invalid request.');
+    if (err instanceof yup.ValidationError) throw invalidRequest(err.errors[0] ?? 'Invalid request.', err.path || undefined);
     // yup looks each key up among an object schema's fields, and one named after an Object.prototype
     // member (`constructor`, `__proto__`, …) finds that member and throws: a key no schema declares.
     const reserved = reservedKeyAt(value);

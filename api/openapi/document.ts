@@ -23,11 +23,12 @@ import { responses } from './paths/responses';
 import { runs } from './paths/runs';
 import { usage } from './paths/usage';
 import { webhooks as catalogue } from './paths/webhooks';
+import { v1 } from './paths/v1';
 import { securitySchemes } from './security';
 import { webhooks } from './webhooks';
 
 /** One module per route folder (api/routes/<r>/), in the order the reference lists them. */
-const RESOURCES: Resource[] = [responses, agents, conversations, runs, documents, documentTransfers, knowledge, reports, extractions, jobs, schedules, logs, usage, catalogue, partnerWebhooks, mcp, health, metrics, codec, openapi];
+const RESOURCES: Resource[] = [responses, agents, conversations, runs, documents, documentTransfers, knowledge, reports, extractions, jobs, schedules, logs, usage, catalogue, partnerWebhooks, mcp, health, metrics, codec, openapi, v1];
 
 const TAGS = [
   { name: 'Execution', description: 'Run an agent: statelessly, on a structured payload, or in a conversation; as JSON or as an event stream.' },

@@ -1,5 +1,5 @@
 import { ERROR_TABLE, type ErrorCode } from '../../domain/errors';
-import { closed, oneOfValues, publicId, ref, string, type JsonSchema } from './jsonSchema';
+import { closed, oneOfValues, orNull, publicId, ref, string, type JsonSchema } from './jsonSchema';
 
 const CODES = Object.keys(ERROR_TABLE) as ErrorCode[];
 
@@ -20,6 +20,17 @@ export const errorSchemas: Record<string, JsonSchema> = {
       trace_id: string({ description: 'The run\'s trace id (only with `id`).' }),
     },
     { required: ['error'], description: 'The body of every failure. `id`, `status` and `trace_id` are present only when the failure ended a run that had already started.' },
+  ),
+  OpenAiError: closed(
+    {
+      error: closed({
+        message: string({ description: 'Prose, not for switching.' }),
+        type: string({ description: "OpenAI's error type, by the HTTP status: `invalid_request_error`, `authentication_error`, `permission_error`, `not_found_error`, `insufficient_quota`, `rate_limit_error`, `server_error`." }),
+        param: orNull(string({ description: 'The request parameter at fault, where there is one.' })),
+        code: ref('ErrorCode'),
+      }),
+    },
+    { description: "A failure on the `/v1` surface, in OpenAI's shape: the same HTTP status and code as /api/v2, so OpenAI's SDKs raise their own error classes with our code." },
   ),
 };
 
@@ -42,8 +53,11 @@ const STATUS_TEXT: Record<number, string> = {
 /** Responses carrying Retry-After. */
 const RETRY_AFTER = { 'Retry-After': { description: 'Seconds to wait before retrying: until the rate window ends, or until the dependency should be back.', schema: { type: 'string' } } };
 
-/** The error responses of an operation: one per HTTP status, its `error.code` narrowed to the codes that status can carry there. */
-export function errorResponses(codes: Iterable<ErrorCode>): Record<string, JsonSchema> {
+/**
+ * The error responses of an operation: one per HTTP status, its `error.code` narrowed to the codes
+ * that status can carry there; in the spec's envelope (`Error`), or on the `/v1` surface in OpenAI's (`OpenAiError`).
+ */
+export function errorResponses(codes: Iterable<ErrorCode>, shape: 'Error' | 'OpenAiError' = 'Error'): Record<string, JsonSchema> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of new Set(codes)) byStatus.set(ERROR_TABLE[code].http, [...(byStatus.get(ERROR_TABLE[code].http) ?? []), code]);
   const responses: Record<string, JsonSchema> = {};
@@ -52,7 +66,7 @@ export function errorResponses(codes: Iterable<ErrorCode>): Record<string, JsonS
     responses[String(status)] = {
       description: `${STATUS_TEXT[status] ?? 'Failure'}: ${list.map((c) => `\`${c}\``).join(', ')}.`,
       ...((list.includes('rate_limited') || list.includes('service_unavailable')) && { headers: RETRY_AFTER }),
-      content: { 'application/json': { schema: { allOf: [ref('Error'), { properties: { error: { properties: { code: { enum: list } } } } }] } } },
+      content: { 'application/json': { schema: { allOf: [ref(shape), { properties: { error: { properties: { code: { enum: list } } } } }] } } },
     };
   }
   return responses;

@@ -35,6 +35,8 @@ export interface OperationSpec {
   responses: Record<string, JsonSchema>;
   /** Failures beyond the ones every operation of its access and method can give. */
   errors?: ErrorCode[];
+  /** The `/v1` surface answers failures in OpenAI's shape. */
+  wire?: 'openai';
 }
 
 const UNSAFE = new Set<Method>(['post', 'put', 'patch', 'delete']);
@@ -151,7 +153,7 @@ export function operation(method: Method, spec: OperationSpec): JsonSchema {
     'x-required-scopes': scopes,
     ...(parameters.length > 0 && { parameters }),
     ...(body && { requestBody: body }),
-    responses: withRequestId({ ...spec.responses, ...errorResponses([...commonErrors(method, spec, parameters.length > 0), ...(spec.errors ?? [])]) }),
+    responses: withRequestId({ ...spec.responses, ...errorResponses([...commonErrors(method, spec, parameters.length > 0), ...(spec.errors ?? [])], spec.wire === 'openai' ? 'OpenAiError' : 'Error') }),
   };
   if (spec.request) documentedRequests.set(built, spec.request);
   return built;

@@ -147,7 +147,7 @@ const executionBody = runtimeInputSchema
   });
 
 /** The caller's part of a run: what the body says, checked, before anything is resolved. */
-export type ExecutionRequest = Pick<RunInput, 'externalRef' | 'input' | 'attachments' | 'channel' | 'locale' | 'metadata' | 'requestContext' | 'options'> & {
+export type ExecutionRequest = Pick<RunInput, 'externalRef' | 'input' | 'attachments' | 'channel' | 'locale' | 'metadata' | 'requestContext' | 'options' | 'exchange'> & {
   agent?: string;
 };
 

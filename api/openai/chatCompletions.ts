@@ -1,0 +1,154 @@
+import { invalidRequest } from '../../domain/errors';
+import type { CallerExchange, OutputItem, ResponseFormat, RunResponse } from '../../domain/runs';
+import type { ToolCall } from '../../domain/tools';
+import { parseResponseFormat, type ExecutionRequest } from '../validation/runtimeInput';
+import type { StreamWire } from '../streaming';
+import { openAiErrorBody } from './errors';
+import type { ChatCompletionBody, ChatMessageIn } from '../routes/v1/schema';
+
+/** The longest a /v1 run may take: its callers cannot say (the spec's bound; the SDKs wait 10 minutes). */
+export const V1_TIMEOUT_MS = 120_000;
+
+/** A message's text: a string, or OpenAI's content parts, of which only text ones are taken. */
+export function textOf(content: ChatMessageIn['content'], where: string): string {
+  if (content === null || content === undefined) return '';
+  if (typeof content === 'string') return content;
+  return content
+    .map((part, i) => {
+      if (part.type === 'text' || part.type === 'input_text' || part.type === 'output_text') return String(part.text ?? '');
+      throw invalidRequest(`${where}.content[${i}] is a ${String(part.type)} part: only text parts are taken.`, `${where}.content`);
+    })
+    .join('');
+}
+
+/** OpenAI's response_format, as the spec's: `json_schema`'s `strict` may be anything, the reply is always checked against the schema. */
+export function responseFormatOf(format: ChatCompletionBody['response_format']): ResponseFormat {
+  if (!format || format.type === 'text') return { type: 'text' };
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const schema = format.json_schema;
+  if (!schema?.schema) throw invalidRequest('response_format.json_schema.schema is required when type is json_schema.', 'response_format');
+  return parseResponseFormat({ type: 'json_schema', ...(schema.name && { name: schema.name }), schema: schema.schema });
+}
+
+/**
+ * The messages as the run's parts: the last user message is the input; the earlier ones (system and
+ * developer ones as the caller's instructions, after the agent's) are its history. Stateless, as
+ * OpenAI's API: nothing of the exchange is kept between requests.
+ */
+export function exchangeOf(messages: ChatMessageIn[]): { input: string; exchange: CallerExchange } {
+  const last = messages.length - 1;
+  if (messages[last].role !== 'user') throw invalidRequest(`messages[${last}] must be a user message: the agent answers the last one.`, 'messages');
+  const instructions: string[] = [];
+  const history: CallerExchange['history'] = [];
+  messages.slice(0, last).forEach((m, i) => {
+    const where = `messages[${i}]`;
+    if (m.role === 'system' || m.role === 'developer') instructions.push(textOf(m.content, where));
+    else if (m.role === 'user') history.push({ role: 'user', content: textOf(m.content, where) });
+    else if (m.role === 'tool') history.push({ role: 'tool', content: textOf(m.content, where), tool_call_id: m.tool_call_id ?? '' });
+    else if (m.tool_calls?.length) history.push({ role: 'assistant', content: textOf(m.content, where) || null, tool_calls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) });
+    else history.push({ role: 'assistant', content: textOf(m.content, where) || (m.refusal ?? '') });
+  });
+  const input = textOf(messages[last].content, `messages[${last}]`);
+  if (!input) throw invalidRequest(`messages[${last}] has no text.`, 'messages');
+  return { input, exchange: { ...(instructions.length > 0 && { instructions: instructions.join('\n\n') }), history } };
+}
+
+/** A chat completion request as the pipeline's execution request (the agent is named by `model`). */
+export function chatExecutionRequest(body: ChatCompletionBody): ExecutionRequest {
+  const { input, exchange } = exchangeOf(body.messages);
+  return {
+    externalRef: body.user,
+    input,
+    attachments: [],
+    channel: 'api',
+    metadata: body.metadata ?? {},
+    requestContext: {},
+    exchange,
+    options: { knowledgePolicy: 'auto', memoryPolicy: 'none', toolPolicy: 'auto', preview: false, stream: body.stream === true, timeoutMs: V1_TIMEOUT_MS, responseFormat: responseFormatOf(body.response_format) },
+  };
+}
+
+/** The run's answer as the assistant message's content and refusal. */
+function messageOf(output: OutputItem[]): { content: string | null; refusal: string | null } {
+  const refusal = output.find((item) => item.type === 'refusal');
+  if (refusal?.type === 'refusal') return { content: null, refusal: refusal.refusal };
+  const text = output.map((item) => (item.type === 'json' ? JSON.stringify(item.json) : item.type === 'refusal' ? '' : item.text)).join('\n');
+  return { content: text, refusal: null };
+}
+
+function usageOf(run: RunResponse) {
+  return {
+    prompt_tokens: run.usage.input_tokens,
+    completion_tokens: run.usage.output_tokens,
+    total_tokens: run.usage.total_tokens,
+    prompt_tokens_details: { cached_tokens: run.usage.cached_tokens },
+  };
+}
+
+const created = () => Math.floor(Date.now() / 1000);
+
+/** The tool calls a run waits on its caller to run (the agent's client-run tools), as OpenAI's. */
+function toolCallsOf(run: RunResponse): ToolCall[] {
+  return (run.required_action?.calls ?? []).flatMap((c) => (c.type === 'client_tool' ? [{ id: c.call_id, name: c.tool, arguments: c.arguments ?? '{}' }] : []));
+}
+
+/** A run as OpenAI's chat.completion object; `model` as the caller named the agent, the id the run's. */
+export function chatCompletion(run: RunResponse, model: string) {
+  const calls = toolCallsOf(run);
+  const message = messageOf(run.output);
+  return {
+    id: run.id,
+    object: 'chat.completion',
+    created: created(),
+    model,
+    choices: [
+      {
+        index: 0,
+        message: { role: 'assistant', ...message, ...(calls.length > 0 && { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }) },
+        logprobs: null,
+        finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
+      },
+    ],
+    usage: usageOf(run),
+    system_fingerprint: null,
+  };
+}
+
+/**
+ * A run's events as OpenAI's chat.completion.chunk stream: the role first, then each text delta; a
+ * structured answer is sent whole from the completed run (a repair's deltas would repeat it); the end
+ * is a chunk with its finish_reason, the usage when asked for (stream_options.include_usage), and
+ * `[DONE]`. A failure is an `error` event in OpenAI's shape, which the SDKs raise.
+ */
+export function chatChunks(runId: () => string, model: string, includeUsage: boolean, structured: boolean): StreamWire {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => data({ id: runId(), object: 'chat.completion.chunk', created: created(), model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+  return {
+    frame(type, raw) {
+      if (type === 'response.started') return chunk({ role: 'assistant', content: '' });
+      if (type === 'response.output_text.delta' && !structured) {
+        const delta = JSON.parse(raw) as { delta: string; reset?: boolean };
+        return delta.delta ? chunk({ content: delta.delta }) : '';
+      }
+      if (type === 'response.completed' || type === 'response.cancelled') {
+        const run = JSON.parse(raw) as RunResponse;
+        const calls = toolCallsOf(run);
+        const { content, refusal } = messageOf(run.output);
+        const body = [
+          ...(structured && content ? [chunk({ content })] : []),
+          ...(refusal ? [chunk({ refusal })] : []),
+          ...(calls.length > 0 ? [chunk({ tool_calls: calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) })] : []),
+          chunk({}, calls.length > 0 ? 'tool_calls' : 'stop'),
+          ...(includeUsage ? [data({ id: runId(), object: 'chat.completion.chunk', created: created(), model, choices: [], usage: usageOf(run) })] : []),
+        ];
+        return body.join('') + 'data: [DONE]\n\n';
+      }
+      if (type === 'response.failed') {
+        const failed = JSON.parse(raw) as { error: { code: Parameters<typeof openAiErrorBody>[0]['code']; message: string } };
+        return data(openAiErrorBody(failed.error));
+      }
+      return '';
+    },
+  };
+}
+
+const data = (payload: unknown) => `data: ${JSON.stringify(payload)}\n\n`;

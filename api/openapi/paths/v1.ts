@@ -1,0 +1,101 @@
+import { CreateChatCompletion, RetrieveModel } from '../../routes/v1/schema';
+import { EXECUTION_ERRORS } from '../execution';
+import { closed, constant, integer, orNull, ref, string, type JsonSchema } from '../jsonSchema';
+import { json, operation, type Resource } from '../operation';
+
+const model = ref('Model');
+const ACCESS = { credential: 'workspace', scopes: ['responses:create'] } as const;
+
+/** The `/v1` surface (DESIGN.md): OpenAI's wire shapes over the same pipeline as /api/v2. */
+export const v1: Resource = {
+  schemas: {
+    Model: closed(
+      {
+        id: string({ description: "The agent's id: what `model` names." }),
+        object: constant('model'),
+        created: integer({ description: 'Unix seconds: when the agent was created.' }),
+        owned_by: string({ description: "The workspace's id." }),
+        name: string({ description: "The agent's name, which `model` may name too where it is the workspace's only agent of that name." }),
+      },
+      { description: 'An active agent of the workspace, as an OpenAI model.' },
+    ),
+    ChatCompletion: closed(
+      {
+        id: string({ description: 'The run id (`run_…`): GET /api/v2/runs/{id} reads the same run.' }),
+        object: constant('chat.completion'),
+        created: integer(),
+        model: string({ description: 'As the request named the agent.' }),
+        choices: {
+          type: 'array',
+          items: closed({
+            index: integer(),
+            message: closed(
+              {
+                role: constant('assistant'),
+                content: orNull(string({ description: 'The answer; a structured one as JSON text.' })),
+                refusal: orNull(string({ description: "The model's explanation when it declined to answer." })),
+                tool_calls: { type: 'array', description: "The agent's client-run tools the caller is to run (finish_reason `tool_calls`).", items: { type: 'object' } },
+              },
+              { optional: ['tool_calls'] },
+            ),
+            logprobs: { type: 'null' },
+            finish_reason: { type: 'string', enum: ['stop', 'tool_calls'] },
+          }),
+        },
+        usage: closed({
+          prompt_tokens: integer(),
+          completion_tokens: integer(),
+          total_tokens: integer(),
+          prompt_tokens_details: closed({ cached_tokens: integer() }),
+        }),
+        system_fingerprint: { type: 'null' },
+      },
+      { description: "A run as OpenAI's chat.completion." },
+    ),
+  },
+  paths: {
+    '/v1/models': {
+      get: operation('get', {
+        id: 'listModels',
+        summary: "List the workspace's agents as models",
+        description: 'Active agents only, newest first, at most 1,000 (no pages).',
+        tag: 'OpenAI-compatible',
+        access: { credential: 'workspace', scopes: ['responses:create', 'agents:read'] },
+        wire: 'openai',
+        responses: { '200': json('The models.', closed({ object: constant('list'), data: { type: 'array', items: model } })) },
+      }),
+    },
+    '/v1/models/{model}': {
+      get: operation('get', {
+        id: 'retrieveModel',
+        summary: 'Read one agent as a model',
+        description: 'By the agent id, or its name where the workspace has one agent of that name.',
+        tag: 'OpenAI-compatible',
+        access: { credential: 'workspace', scopes: ['responses:create', 'agents:read'] },
+        wire: 'openai',
+        request: RetrieveModel,
+        responses: { '200': json('The model.', model) },
+        errors: ['agent_not_found'],
+      }),
+    },
+    '/v1/chat/completions': {
+      post: operation('post', {
+        id: 'createChatCompletion',
+        summary: 'Run an agent as an OpenAI chat completion',
+        description:
+          "A stateless run of the agent `model` names, through the same pipeline as POST /api/v2/responses. `messages` carry the exchange: the last (a user message) is the input, the earlier ones its history, and system or developer messages follow the agent's own instructions. Fields the service decides are refused with a 400 naming them, except the values that mean unset (docs/api.md, \"The OpenAI-compatible surface\"). Failures are in OpenAI's shape with our code.",
+        tag: 'OpenAI-compatible',
+        access: ACCESS,
+        wire: 'openai',
+        request: CreateChatCompletion,
+        responses: {
+          '200': {
+            description: 'The completion; with `stream: true`, `chat.completion.chunk` events and `data: [DONE]`.',
+            content: { 'application/json': { schema: ref('ChatCompletion') }, 'text/event-stream': { schema: { type: 'string' } as JsonSchema } },
+          },
+        },
+        errors: EXECUTION_ERRORS,
+      }),
+    },
+  },
+};

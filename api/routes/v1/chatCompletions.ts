@@ -1,0 +1,51 @@
+import Router from '@koa/router';
+import { ServiceError } from '../../../domain/errors';
+import type { RunResponse } from '../../../domain/runs';
+import { findRunnableAgent } from '../../../db/agents';
+import { execute } from '../../execution';
+import { authorize, workspaceOf } from '../../middleware/auth';
+import { idempotent } from '../../middleware/idempotent';
+import { validate, type Input } from '../../middleware/validate';
+import { chatChunks, chatCompletion, chatExecutionRequest } from '../../openai/chatCompletions';
+import { agentOfModel } from '../../openai/models';
+import type { AppState } from '../../state';
+import { CreateChatCompletion, type ChatCompletionBody } from './schema';
+
+/**
+ * Function tools a caller declares are refused, since tools are decided by the agent, except the
+ * agent's own client-run tools: an SDK that loops over tool calls declares the ones it runs.
+ */
+async function checkDeclaredTools(workspaceId: number, agentPublicId: string, tools: ChatCompletionBody['tools']): Promise<void> {
+  if (!tools?.length) return;
+  const agent = await findRunnableAgent(workspaceId, agentPublicId);
+  const clientRun = new Set((agent?.publishedConfig?.tools ?? []).flatMap((t) => (t.type === 'http' && t.runs_on === 'client' ? [t.name] : [])));
+  const foreign = tools.find((t) => !clientRun.has(t.function.name));
+  if (foreign) throw new ServiceError('invalid_request', `tools: "${foreign.function.name}" is not a client-run tool of the agent; tools are decided by the agent configuration.`, {}, 'tools');
+}
+
+/** POST /v1/chat/completions: a stateless run of the agent named by `model`, in OpenAI's wire shapes. */
+export function chatCompletionsRoutes(router: Router<AppState>): void {
+  router.post<{ input: Input<typeof CreateChatCompletion> }>(
+    '/v1/chat/completions',
+    validate(CreateChatCompletion),
+    authorize({ scopes: ['responses:create'], endpoint: 'chat_completions', agent: (ctx) => ctx.state.input.body.model, endUser: (ctx) => ctx.state.input.body.user }),
+    idempotent('Idempotency-Replayed'),
+    async (ctx) => {
+      const { body } = ctx.state.input;
+      const workspace = workspaceOf(ctx.state.principal);
+      const agentPublicId = await agentOfModel(workspace.id, body.model);
+      await checkDeclaredTools(workspace.id, agentPublicId, body.tools);
+      const request = chatExecutionRequest(body);
+      if (request.options.stream) {
+        const wire = chatChunks(() => ctx.state.runId ?? '', body.model, body.stream_options?.include_usage === true, request.options.responseFormat.type !== 'text');
+        return execute(ctx, request, { kind: 'response', agentPublicId }, wire);
+      }
+      await execute(ctx, request, { kind: 'response', agentPublicId });
+      // A run waiting on its caller's tools answers its calls: the caller runs them and sends their results.
+      if (ctx.status === 200 || (ctx.status === 202 && (ctx.body as RunResponse).required_action)) {
+        ctx.status = 200;
+        ctx.body = chatCompletion(ctx.body as RunResponse, body.model);
+      }
+    },
+  );
+}

@@ -1,0 +1,118 @@
+import * as yup from 'yup';
+import { invalidRequest } from '../../../domain/errors';
+import { refined } from '../../middleware/validate';
+import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
+import { about } from '../../validation/about';
+import { plainObject } from '../../validation/runtimeInput';
+
+/**
+ * OpenAI request fields the service decides itself, as /api/v2 forbids them (docs/api.md, "The
+ * OpenAI-compatible surface"), each refused with a 400 naming it. `accepts`: the values that mean
+ * "not set" (OpenAI's defaults), which an SDK may send on its own: taken as not sent. `null` always is.
+ */
+export const DECIDED_BY_THE_SERVICE: Readonly<Record<string, { reason: string; accepts?: readonly unknown[] }>> = {
+  temperature: { reason: 'sampling is decided by the agent configuration', accepts: [1] },
+  top_p: { reason: 'sampling is decided by the agent configuration', accepts: [1] },
+  n: { reason: 'a run gives one answer', accepts: [1] },
+  max_tokens: { reason: "the output cap is decided by the agent configuration and the model's window" },
+  max_completion_tokens: { reason: "the output cap is decided by the agent configuration and the model's window" },
+  max_output_tokens: { reason: "the output cap is decided by the agent configuration and the model's window" },
+  presence_penalty: { reason: 'sampling is decided by the agent configuration', accepts: [0] },
+  frequency_penalty: { reason: 'sampling is decided by the agent configuration', accepts: [0] },
+  logit_bias: { reason: 'sampling is decided by the agent configuration' },
+  logprobs: { reason: 'log probabilities are not returned', accepts: [false] },
+  top_logprobs: { reason: 'log probabilities are not returned', accepts: [0] },
+  seed: { reason: 'sampling is decided by the agent configuration' },
+  stop: { reason: 'sampling is decided by the agent configuration' },
+  reasoning_effort: { reason: 'the model is decided by the agent configuration' },
+  reasoning: { reason: 'the model is decided by the agent configuration' },
+  verbosity: { reason: 'the model is decided by the agent configuration' },
+  service_tier: { reason: 'routing is decided by the service', accepts: ['auto', 'default'] },
+  modalities: { reason: 'runs answer text', accepts: [['text']] },
+  audio: { reason: 'runs answer text' },
+  prediction: { reason: 'the model is decided by the agent configuration' },
+  web_search_options: { reason: 'tools are decided by the agent configuration' },
+  functions: { reason: 'tools are decided by the agent configuration' },
+  function_call: { reason: 'tools are decided by the agent configuration' },
+  truncation: { reason: "the history is fitted to the model's window by the service", accepts: ['disabled'] },
+  prompt: { reason: 'prompt assembly is decided by the agent configuration' },
+};
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Refuses a field the service decides, unless it is null or a value that means "not set". */
+export function refuseDecided(body: Record<string, unknown>): void {
+  for (const [name, rule] of Object.entries(DECIDED_BY_THE_SERVICE)) {
+    const value = body[name];
+    if (value === undefined || value === null || rule.accepts?.some((ok) => same(ok, value))) continue;
+    throw invalidRequest(`"${name}" may not be set: ${rule.reason}.`, name);
+  }
+}
+
+const textPart = yup.object({ type: yup.string().required(), text: yup.string() });
+
+/** A message's content: a string, null, or OpenAI's content parts (only text ones are taken). */
+const content = yup
+  .mixed<string | { type: string; text?: string }[]>()
+  .nullable()
+  .test('content', '${path} must be a string, null or an array of content parts', (v) => v === undefined || v === null || typeof v === 'string' || (Array.isArray(v) && v.every((p) => textPart.isValidSync(p))))
+  .meta({ jsonSchema: { oneOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: { type: 'object', properties: { type: { type: 'string' }, text: { type: 'string' } }, required: ['type'] } }] } });
+
+const toolCall = yup.object({
+  id: yup.string().required(),
+  type: yup.string().oneOf(['function']),
+  function: yup.object({ name: yup.string().required(), arguments: yup.string().required() }).required(),
+});
+
+const chatMessage = yup.object({
+  role: yup.string().oneOf(['system', 'developer', 'user', 'assistant', 'tool'] as const).required(),
+  content,
+  name: yup.string().max(200),
+  tool_calls: yup.array(toolCall).max(32),
+  tool_call_id: yup.string().max(200),
+  refusal: yup.string().nullable(),
+});
+
+export type ChatMessageIn = yup.InferType<typeof chatMessage>;
+
+const functionTool = yup.object({
+  type: yup.string().oneOf(['function']).required(),
+  function: yup.object({ name: yup.string().required(), description: yup.string(), parameters: plainObject(), strict: yup.boolean().nullable() }).required(),
+});
+
+const chatCompletionBody = yup.object({
+  model: yup.string().required('model is required: an agent id (agt_…) or its name').max(200).meta(about("The agent to run: its id, or its name where no other agent of the workspace has it.")),
+  messages: yup.array(chatMessage).required('messages is required').min(1, 'messages must not be empty').max(1000),
+  stream: yup.boolean().nullable(),
+  stream_options: yup.object({ include_usage: yup.boolean() }).nullable().default(undefined),
+  response_format: yup
+    .object({
+      type: yup.string().oneOf(['text', 'json_object', 'json_schema'] as const).required(),
+      json_schema: yup.object({ name: yup.string().max(64), description: yup.string(), schema: plainObject(), strict: yup.boolean().nullable() }).default(undefined),
+    })
+    .nullable()
+    .default(undefined),
+  tools: yup.array(functionTool).max(128).meta(about("Only the agent's own client-run tools, by name: the caller runs them and answers with `tool` messages.")),
+  tool_choice: yup
+    .mixed()
+    .test('tool_choice', 'tool_choice may only be "auto": tools are decided by the agent configuration', (v) => v === undefined || v === null || v === 'auto')
+    .meta({ jsonSchema: { enum: ['auto', null], description: 'Only `auto`: tools are decided by the agent configuration.' } }),
+  parallel_tool_calls: yup.boolean().nullable(),
+  store: yup.boolean().nullable(),
+  metadata: plainObject().nullable(),
+  user: yup.string().min(1).max(200).meta(about('The end user: the principal rate limit applies to it.')),
+});
+
+export type ChatCompletionBody = yup.InferType<typeof chatCompletionBody>;
+
+/** POST /v1/chat/completions: OpenAI's body, with the fields the service decides refused by name. */
+export const CreateChatCompletion = {
+  body: refined(chatCompletionBody, (body) => {
+    refuseDecided(body as Record<string, unknown>);
+    return body;
+  }),
+  headers: IDEMPOTENCY_HEADERS,
+};
+
+/** GET /v1/models/{model}. */
+export const RetrieveModel = { params: yup.object({ model: yup.string().required().max(200) }) };

@@ -1,0 +1,162 @@
+import OpenAI from 'openai';
+import { zodResponseFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
+import { DEFAULT_INSTRUCTIONS } from '../domain/agents';
+import { providerRequests, scriptModel, tenant, type Tenant, useApi } from './support/stack';
+import { expectOneRun, runsOf } from './support/v2Side';
+
+/**
+ * The `/v1` surface driven by OpenAI's own Node SDK, as its documentation shows it, pointed at this
+ * service: chat completions, models and errors. Each checks the v2 side of the same work too.
+ */
+const api = useApi();
+
+function client(t: Tenant, options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}): OpenAI {
+  return new OpenAI({ baseURL: `${api.url}/v1`, apiKey: t.key, maxRetries: 0, ...options });
+}
+
+describe('OpenAI SDK: chat completions', () => {
+  it('answers a chat completion with the run: content, usage with cached tokens, finish_reason, one run and one ledger line', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'Hello from the agent.', usage: { prompt_tokens: 12, completion_tokens: 5, cached_tokens: 4 } }]);
+    const completion = await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hello' }] });
+    expect(completion).toMatchObject({
+      id: expect.stringMatching(/^run_/),
+      object: 'chat.completion',
+      model: t.agent,
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the agent.', refusal: null }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 12, completion_tokens: 5, total_tokens: 17, prompt_tokens_details: { cached_tokens: 4 } },
+    });
+    const run = await expectOneRun(api.url, t, completion.id);
+    expect(run.usage).toEqual({ input_tokens: 12, output_tokens: 5, total_tokens: 17, cached_tokens: 4 });
+  });
+
+  it("sends the exchange as the run's history, the caller's system message after the agent's instructions", async () => {
+    const t = await tenant({ config: { instructions: 'You are the shop assistant.' } });
+    await scriptModel(t.model, [{ text: 'Your order ships today.' }]);
+    await client(t).chat.completions.create({
+      model: t.agent,
+      messages: [
+        { role: 'system', content: 'Answer in English.' },
+        { role: 'user', content: 'I ordered a lamp.' },
+        { role: 'assistant', content: 'Thanks, I see it.' },
+        { role: 'user', content: [{ type: 'text', text: 'When does it ship?' }] },
+      ],
+    });
+    const [sent] = await providerRequests(t.model);
+    expect(sent.body.messages).toEqual([
+      { role: 'system', content: 'You are the shop assistant.' },
+      { role: 'system', content: 'Answer in English.' },
+      { role: 'user', content: 'I ordered a lamp.' },
+      { role: 'assistant', content: 'Thanks, I see it.' },
+      { role: 'user', content: 'When does it ship?' },
+    ]);
+  });
+
+  it('streams chunks whose deltas add up to the answer, then the usage, then [DONE]', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ chunks: ['The ', 'answer ', 'is 42.'], usage: { prompt_tokens: 8, completion_tokens: 4 } }]);
+    const stream = await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'Tell me.' }], stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let finish: string | null = null;
+    let usage: OpenAI.CompletionUsage | undefined;
+    let id = '';
+    for await (const chunk of stream) {
+      id = chunk.id;
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      usage = chunk.usage ?? usage;
+    }
+    expect(text).toBe('The answer is 42.');
+    expect(finish).toBe('stop');
+    expect(usage).toMatchObject({ prompt_tokens: 8, completion_tokens: 4, total_tokens: 12 });
+    await expectOneRun(api.url, t, id);
+  });
+
+  it('parses structured output with a zod schema through the same structured-output path', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: '{"city": "Paris", "population": 2100000}' }]);
+    const Place = z.object({ city: z.string(), population: z.number().int() });
+    const completion = await client(t).chat.completions.parse({ model: t.agent, messages: [{ role: 'user', content: 'Largest city of France?' }], response_format: zodResponseFormat(Place, 'place') });
+    expect(completion.choices[0].message.parsed).toEqual({ city: 'Paris', population: 2100000 });
+    const [sent] = await providerRequests(t.model);
+    expect(sent.body.response_format).toMatchObject({ type: 'json_schema', json_schema: { name: 'place', schema: expect.objectContaining({ required: ['city', 'population'] }) } });
+    await expectOneRun(api.url, t, completion.id);
+  });
+
+  it('gives a refusal in message.refusal', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ refusal: "I can't help with that." }]);
+    const completion = await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'Something forbidden.' }] });
+    expect(completion.choices[0].message).toMatchObject({ content: null, refusal: "I can't help with that." });
+  });
+
+  it('never starts a second run for a retried request with the same Idempotency-Key', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'Once.' }, { text: 'Twice.' }]);
+    const ask = () => client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }] }, { headers: { 'Idempotency-Key': 'chat-retry-1' } });
+    const [first, again] = [await ask(), await ask()];
+    expect(again.id).toBe(first.id);
+    expect(again.choices[0].message.content).toBe('Once.');
+    expect(await runsOf(t)).toBe(1);
+  });
+});
+
+describe('OpenAI SDK: models', () => {
+  it("lists the workspace's active agents as models, and reads one by id or by name", async () => {
+    const t = await tenant({ scopes: ['responses:create'] });
+    const openai = client(t);
+    const listed = [];
+    for await (const m of openai.models.list()) listed.push(m);
+    expect(listed).toEqual([{ id: t.agent, object: 'model', created: expect.any(Number), owned_by: t.workspace, name: 'agent' }]);
+    expect(await openai.models.retrieve(t.agent)).toMatchObject({ id: t.agent, object: 'model' });
+    expect(await openai.models.retrieve('agent')).toMatchObject({ id: t.agent });
+  });
+
+  it('runs the agent named by its name', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'By name.' }]);
+    const completion = await client(t).chat.completions.create({ model: 'agent', messages: [{ role: 'user', content: 'hi' }] });
+    expect(completion.choices[0].message.content).toBe('By name.');
+  });
+});
+
+describe('OpenAI SDK: errors', () => {
+  it("raises the SDK's own error classes, with our code, OpenAI's type and the parameter at fault", async () => {
+    const t = await tenant();
+    const openai = client(t);
+    const refused = openai.chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }], temperature: 0.3 });
+    await expect(refused).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    await expect(refused).rejects.toMatchObject({ status: 400, code: 'invalid_request', type: 'invalid_request_error', param: 'temperature' });
+    // The values an SDK may send on its own are taken as not sent.
+    await scriptModel(t.model, [{ text: 'ok' }]);
+    await expect(openai.chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }], temperature: 1, n: 1, stream: false })).resolves.toMatchObject({ object: 'chat.completion' });
+
+    await expect(openai.chat.completions.create({ model: 'agt_missing', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 404, code: 'agent_not_found', type: 'not_found_error' });
+    await expect(openai.chat.completions.create({ model: 'no such name', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 404, code: 'agent_not_found', param: 'model' });
+    await expect(client(t, { apiKey: 'tgcc_not_a_real_key_at_all_0000' }).models.list()).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    await expect(openai.chat.completions.create({ model: t.agent, messages: [{ role: 'assistant', content: 'hi' }] })).rejects.toMatchObject({ status: 400, param: 'messages' });
+    await expect(
+      openai.chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'delete_everything', parameters: {} } }] }),
+    ).rejects.toMatchObject({ status: 400, param: 'tools' });
+  });
+
+  it('answers a workspace that cannot pay 402 in the same shape', async () => {
+    const t = await tenant({ credits: 1 });
+    await expect(client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 402, code: 'usage_blocked', type: 'insufficient_quota' });
+    expect(await runsOf(t)).toBe(0);
+  });
+
+  it('fails a run whose provider fails as OpenAI does, a 502 the SDK raises', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ status: 400 }]);
+    await expect(client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 502, code: 'provider_unavailable', type: 'server_error' });
+  });
+
+  it('keeps the default instructions for an agent without its own', async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'ok' }]);
+    await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }] });
+    expect((await providerRequests(t.model))[0].body.messages[0]).toEqual({ role: 'system', content: DEFAULT_INSTRUCTIONS });
+  });
+});

@@ -1,0 +1,27 @@
+import { QueryTypes } from 'sequelize';
+import { db } from '../../db/sequelize';
+import { temporal } from '../../infra/temporalClient';
+import { call, type Tenant } from './stack';
+
+/**
+ * The v2 side of work done through another surface (the `/v1` one): the run readable at
+ * GET /api/v2/runs/{id} with this status, one ledger line, and its workflow in Temporal with the
+ * usual search attributes. Returns the run as v2 reads it.
+ */
+export async function expectOneRun(apiUrl: string, t: Tenant, runId: string, status = 'completed'): Promise<Record<string, any>> {
+  const run = await call(apiUrl, 'GET', `/api/v2/runs/${runId}`, { key: t.key });
+  expect(run.status).toBe(200);
+  expect(run.body).toMatchObject({ id: runId, status, agent: t.agent });
+  const lines = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_lines l JOIN runs r ON r.id = l.run_id WHERE r.public_id = :id', { replacements: { id: runId }, type: QueryTypes.SELECT });
+  expect(lines[0].n).toBe(1);
+  const description = await (await temporal()).workflow.getHandle(runId).describe();
+  expect(description.type).toBe('agentRun');
+  expect(description.searchAttributes).toMatchObject({ WorkspaceId: [t.workspace], AgentId: [t.agent], Kind: ['response'] });
+  return run.body;
+}
+
+/** How many runs the workspace has: one request, one run. */
+export async function runsOf(t: Tenant): Promise<number> {
+  const [row] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM runs r JOIN workspaces w ON w.id = r.workspace_id WHERE w.public_id = :ws', { replacements: { ws: t.workspace }, type: QueryTypes.SELECT });
+  return row.n;
+}
