@@ -79,7 +79,7 @@ function textOf(content: unknown): string {
  * the run's reservation counted for history (historyTokens): older ones are left out, and counted.
  */
 async function loadHistory(input: GenerateInput): Promise<{ history: ChatMessage[]; omitted: number }> {
-  if (input.exchange) return { history: input.exchange.history, omitted: 0 };
+  if (input.exchange?.history) return { history: input.exchange.history, omitted: 0 };
   if (!input.historyFrom || input.config.memory?.enabled === false) return { history: [], omitted: 0 };
   const messages = await recentMessages(input.historyFrom.conversationId, input.historyFrom.beforeRunKey, input.config.memory?.max_messages ?? DEFAULT_MEMORY_MESSAGES);
   const history = messages.map((m): ChatMessage =>

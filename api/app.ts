@@ -33,6 +33,7 @@ import { webhooksRoutes } from './routes/webhooks/webhooks';
 import { openapiRoutes } from './routes/openapi/openapi';
 import { chatCompletionsRoutes } from './routes/v1/chatCompletions';
 import { modelsRoutes } from './routes/v1/models';
+import { responsesV1Routes } from './routes/v1/responses';
 import type { AppState } from './state';
 
 /** The API's routers: uploads stream their raw bytes to storage, so they are routed before the JSON body parser reads anything. */
@@ -59,6 +60,7 @@ function routers(): { rawBody: Router<AppState>; json: Router<AppState> } {
   // The OpenAI-compatible surface: the same pipeline, OpenAI's wire shapes (api/openai/).
   modelsRoutes(router);
   chatCompletionsRoutes(router);
+  responsesV1Routes(router);
   const rawBodyRouter = new Router<AppState>();
   documentTransfersRoutes(rawBodyRouter);
   return { rawBody: rawBodyRouter, json: router };

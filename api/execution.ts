@@ -54,11 +54,15 @@ function within(outcome: Promise<RunOutcome | undefined>, ms: number): Promise<R
  * with the run as it stands, which the caller polls, and which idempotency does not store, so a retry
  * with the same key attaches to the run.
  */
-async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean, settlement?: Settlement, wire?: StreamWire): Promise<void> {
+async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean, settlement: Settlement | undefined, how: Answering): Promise<void> {
   ctx.state.runId = runId;
   if (options.stream) {
-    // Only the stream that started the run cancels it by going away; a retry attaching to it follows it.
-    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original, wire });
+    // Only the stream that started the run cancels it by going away (not a background one's); a retry attaching to it follows it.
+    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original && !how.background, wire: how.wire });
+    return;
+  }
+  if (how.background) {
+    ctx.body = await runAsItStands(ctx.state.principal!, runId);
     return;
   }
   // A retry that attaches to a run waiting for people answers as the first request did.
@@ -95,14 +99,20 @@ function answerAsItStands(ctx: Ctx, runId: string, run: RunResponse): void {
  * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
  * A retried idempotent request that began a run before attaches to it instead (its recovery point).
  */
-export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget, wire?: StreamWire): Promise<void> {
+/** How a run is answered beyond the spec's way: another surface's stream shapes, and whether the answer waits for it (`background`: not, the run as it stands). */
+export interface Answering {
+  wire?: StreamWire;
+  background?: boolean;
+}
+
+export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget, how: Answering = {}): Promise<void> {
   const client = await temporal();
   const resumed = ctx.state.recovery?.resumed;
   if (resumed) {
     // Looked up in this order: a run recorded before the lookup had a workflow, so if Temporal no
     // longer keeps it (past its retention) it is answered from its record, never held or started again.
     const recorded = (await runStatus(resumed)) !== undefined;
-    if (await describeRun(client, resumed)) return answer(ctx, runHandle(client, resumed), resumed, request.options, false, undefined, wire);
+    if (await describeRun(client, resumed)) return answer(ctx, runHandle(client, resumed), resumed, request.options, false, undefined, how);
     if (recorded) {
       ctx.state.runId = resumed;
       ctx.body = await runAsItStands(ctx.state.principal!, resumed);
@@ -113,7 +123,7 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
   // A resumed request whose run never reached Temporal starts it now, under the id it recorded.
   const runId = resumed ?? mintId('run');
   // Listening while the run is planned, and in place before it starts, so its settlement is heard.
-  const settlement = request.options.stream ? undefined : listenForSettlement(runId);
+  const settlement = request.options.stream || how.background ? undefined : listenForSettlement(runId);
   try {
     // The recovery point is stored before anything is held or started: from here on the key is never
     // released, and a replay (which begins nothing) stops here.
@@ -123,7 +133,7 @@ export async function execute(ctx: Ctx, request: ExecutionRequest, target: Execu
     const heard = settlement && (await settlement.ready) ? settlement : undefined;
     const handle = await startRun(client, input);
     if (target.concurrency === 'interrupt' && input.turn) await interruptTurnsBefore(client, input.turn);
-    await answer(ctx, handle, runId, request.options, !resumed, heard, wire);
+    await answer(ctx, handle, runId, request.options, !resumed, heard, how);
   } finally {
     settlement?.stop();
   }

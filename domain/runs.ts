@@ -59,7 +59,8 @@ export interface Attachment {
  */
 export interface CallerExchange {
   instructions?: string;
-  history: ({ role: 'user'; content: string } | { role: 'assistant'; content: string } | ToolTurn)[];
+  /** Absent when the run continues a stored conversation: its memory is the history. */
+  history?: ({ role: 'user'; content: string } | { role: 'assistant'; content: string } | ToolTurn)[];
 }
 
 /** Everything a run needs, fixed by the API before the workflow starts. */

@@ -73,14 +73,14 @@ it('finds no server error and no answer off the document with a workspace key', 
   // A real agent, conversation and document, so generated requests get past resolution and really run.
   const conversation = await call(api.url, 'POST', '/api/v2/conversations', { key: t.key, body: { agent: t.agent } });
   const document = await uploadedDocument(api.url, t.key, 'notes.txt', 'text/plain', Buffer.from('Invoice 42 is due on Friday.'));
-  // The coverage phase sends its bodies without the hooks, so a schedule's agent (and its cron and run) are generated and
-  // every one is refused; fuzzing and stateful test it with the hooks' agent.
+  // The coverage phase sends its bodies without the hooks, so a schedule's agent (and its cron and run), and the /v1
+  // surface's model, are generated and every one is refused; fuzzing and stateful test them with the hooks' agent.
   // The spec's 503 knowledge_unavailable (knowledge_policy `required` for an agent with no knowledge, as this one) is an answer, not a crash;
   // so is 502 provider_unavailable, the answer of a run past its timeout_ms (coverage sends the least, 1 s, which a loaded machine can miss).
   const config = [
     `[parameters]\n"path.agent_id" = "${t.agent}"\n`,
-    '[[operations]]\ninclude-operation-id = "createSchedule"\nphases.coverage.enabled = false\n',
-    '[[operations]]\ninclude-operation-id = ["createResponse", "createAgentRun", "createMessage"]\nchecks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", 502, 503]\n',
+    '[[operations]]\ninclude-operation-id = ["createSchedule", "createChatCompletion", "createResponseV1"]\nphases.coverage.enabled = false\n',
+    '[[operations]]\ninclude-operation-id = ["createResponse", "createAgentRun", "createMessage", "createChatCompletion", "createResponseV1"]\nchecks.not_a_server_error.expected-statuses = ["2xx", "3xx", "4xx", 502, 503]\n',
   ].join('\n');
   // GET and DELETE /mcp answer nothing but 405 by design (no event stream, no sessions); the codec takes only the operator's token (below).
   const excluded = ['--exclude-operation-id', 'mcpGet', '--exclude-operation-id', 'mcpDelete', '--exclude-path-regex', '^/api/v1/partner/|^/codec/'];

@@ -25,7 +25,7 @@ export function textOf(content: ChatMessageIn['content'], where: string): string
  * OpenAI's response_format, as the spec's: `json_schema`'s `strict` may be anything, the reply is
  * always checked against the schema; its `$schema` is dropped.
  */
-export function responseFormatOf(format: ChatCompletionBody['response_format']): ResponseFormat {
+export function responseFormatOf(format: ChatCompletionBody['response_format'] | undefined): ResponseFormat {
   if (!format || format.type === 'text') return { type: 'text' };
   if (format.type === 'json_object') return { type: 'json_object' };
   const schema = format.json_schema;
@@ -40,11 +40,11 @@ export function responseFormatOf(format: ChatCompletionBody['response_format']):
  * developer ones as the caller's instructions, after the agent's) are its history. Stateless, as
  * OpenAI's API: nothing of the exchange is kept between requests.
  */
-export function exchangeOf(messages: ChatMessageIn[]): { input: string; exchange: CallerExchange } {
+export function exchangeOf(messages: ChatMessageIn[]): { input: string; exchange: CallerExchange & { history: NonNullable<CallerExchange['history']> } } {
   const last = messages.length - 1;
   if (messages[last].role !== 'user') throw invalidRequest(`messages[${last}] must be a user message: the agent answers the last one.`, 'messages');
   const instructions: string[] = [];
-  const history: CallerExchange['history'] = [];
+  const history: NonNullable<CallerExchange['history']> = [];
   messages.slice(0, last).forEach((m, i) => {
     const where = `messages[${i}]`;
     if (m.role === 'system' || m.role === 'developer') instructions.push(textOf(m.content, where));

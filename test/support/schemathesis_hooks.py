@@ -53,9 +53,32 @@ def map_body(context, body):
         cron = {"cron": "0 8 * * 1-5"} if "cron" in body else {}
         agent = {"agent": DATA["agent"]} if path == "/api/v2/schedules" and "agent" in DATA else {}
         return {**_storable(body), **cron, **agent, "paused": True}
+    if path == "/v1/chat/completions" and "agent" in DATA:
+        # The agent as the model, the last message a user's with text (the agent answers it), no tools
+        # of the caller's own, and a json_schema format with its schema: rules across fields and
+        # against the agent's configuration, which JSON Schema cannot say.
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)][:5]
+        body = {k: v for k, v in body.items() if k != "tools"}
+        return {**_storable(body), "model": DATA["agent"], "messages": messages + [{"role": "user", "content": "hi"}], **_with_schema(body, "response_format")}
+    if path == "/v1/responses" and "agent" in DATA:
+        body = {k: v for k, v in body.items() if k not in ("previous_response_id", "conversation")}
+        stored = {"store": True} if body.get("background") else {}
+        text = {"text": {"format": _with_schema(body.get("text") or {}, "format").get("format")}} if isinstance(body.get("text"), dict) and body["text"].get("format") else {}
+        return {**_storable(body), "model": DATA["agent"], "input": "hi", **stored, **text}
     if path == "/api/v2/extractions" and "document" in DATA:
         return {**body, "document": DATA["document"], **({"agent": DATA["agent"]} if "agent" in body and "agent" in DATA else {})}
     return body
+
+
+def _with_schema(body, key):
+    """The format under `key`, with a schema when it asks for json_schema (OpenAI's shapes keep it optional)."""
+    format = body.get(key)
+    if not isinstance(format, dict) or format.get("type") != "json_schema":
+        return {key: format} if key in body else {}
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    if "json_schema" in format or key == "response_format":
+        return {key: {**format, "json_schema": {"name": "answer", "schema": schema}}}
+    return {key: {**format, "schema": schema}}
 
 
 @schemathesis.hook

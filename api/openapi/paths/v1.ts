@@ -1,4 +1,4 @@
-import { CreateChatCompletion, RetrieveModel } from '../../routes/v1/schema';
+import { CancelResponse, CreateChatCompletion, CreateResponseV1, RetrieveModel, RetrieveResponse } from '../../routes/v1/schema';
 import { EXECUTION_ERRORS } from '../execution';
 import { closed, constant, integer, orNull, ref, string, type JsonSchema } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
@@ -52,6 +52,26 @@ export const v1: Resource = {
       },
       { description: "A run as OpenAI's chat.completion." },
     ),
+    Response: {
+      type: 'object',
+      description: "A run as OpenAI's response object: `id` is the run's, `status` from the run's (`queued`, `in_progress`, `completed`, `failed`, `cancelled`), `output` one assistant message (or the function calls of the agent's client-run tools), `usage` with cached tokens.",
+      required: ['id', 'object', 'created_at', 'status', 'model', 'output', 'usage'],
+      properties: {
+        id: string({ description: 'The run id (`run_…`).' }),
+        object: constant('response'),
+        created_at: integer(),
+        status: { type: 'string', enum: ['queued', 'in_progress', 'completed', 'failed', 'cancelled'] },
+        model: string(),
+        output: { type: 'array', items: { type: 'object' } },
+        output_text: string(),
+        usage: { type: 'object' },
+        error: orNull({ type: 'object' }),
+        previous_response_id: orNull(string()),
+        conversation: { type: 'object' },
+        store: { type: 'boolean' },
+        background: { type: 'boolean' },
+      },
+    },
   },
   paths: {
     '/v1/models': {
@@ -76,6 +96,53 @@ export const v1: Resource = {
         request: RetrieveModel,
         responses: { '200': json('The model.', model) },
         errors: ['agent_not_found'],
+      }),
+    },
+    '/v1/responses': {
+      post: operation('post', {
+        id: 'createResponseV1',
+        summary: 'Run an agent as an OpenAI response',
+        description:
+          "The agent `model` names runs on `input` (a string, or input items: messages and function call outputs), with `instructions` after the agent's own. Stored (`store`, default true: the key needs `messages:create` as well) it is a turn of a conversation, which `previous_response_id` or `conversation` continues in order; `store: false` is a stateless run. `background: true` answers at once, `queued`. `stream: true` answers the Responses API's events, each with a `sequence_number`.",
+        tag: 'OpenAI-compatible',
+        access: ACCESS,
+        wire: 'openai',
+        request: CreateResponseV1,
+        responses: {
+          '200': {
+            description: 'The response; with `stream: true`, its events.',
+            content: { 'application/json': { schema: ref('Response') }, 'text/event-stream': { schema: { type: 'string' } as JsonSchema } },
+          },
+        },
+        errors: [...EXECUTION_ERRORS, 'conversation_not_found', 'conversation_busy', 'run_not_found'],
+      }),
+    },
+    '/v1/responses/{response_id}': {
+      get: operation('get', {
+        id: 'retrieveResponseV1',
+        summary: 'Read a stored response',
+        description: 'As it stands. With `stream=true`, its events from the start, or after `starting_after` (a sequence number), to its end.',
+        tag: 'OpenAI-compatible',
+        access: ACCESS,
+        wire: 'openai',
+        request: RetrieveResponse,
+        responses: {
+          '200': { description: 'The response, or its events.', content: { 'application/json': { schema: ref('Response') }, 'text/event-stream': { schema: { type: 'string' } as JsonSchema } } },
+        },
+        errors: ['run_not_found'],
+      }),
+    },
+    '/v1/responses/{response_id}/cancel': {
+      post: operation('post', {
+        id: 'cancelResponseV1',
+        summary: 'Cancel a response',
+        description: "Cancels the response's run (a finished one is answered as it ended).",
+        tag: 'OpenAI-compatible',
+        access: ACCESS,
+        wire: 'openai',
+        request: CancelResponse,
+        responses: { '200': json('The response as it stands.', ref('Response')) },
+        errors: ['run_not_found'],
       }),
     },
     '/v1/chat/completions': {

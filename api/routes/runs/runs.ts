@@ -1,7 +1,5 @@
 import Router from '@koa/router';
-import { WorkflowNotFoundError } from '@temporalio/client';
 import { ServiceError } from '../../../domain/errors';
-import { TERMINAL_STATUSES } from '../../../domain/runs';
 import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
 import { authorize } from '../../middleware/auth';
@@ -9,16 +7,12 @@ import { validate, type Input } from '../../middleware/validate';
 import { APPROVER_SCOPE, readableKinds, RUN_READER_SCOPES, runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
-import { cancelRun } from '../../cancelRun';
-import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../../../workflows/timings';
+import { cancelAndShow } from '../../cancelRun';
 import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun } from './schema';
 import { answerAction } from '../../runActions';
 import { runPage, type RunListing } from '../../../db/runs';
 import { listPage } from '../../listPage';
 import { workspaceOf } from '../../middleware/auth';
-
-/** The run settles cancelled once Temporal's cancel reaches its call (at once when announced, else with its next heartbeat: workflows/timings.ts); the answer waits at most this long to show it. */
-const CANCEL_WAIT_MS = MODEL_HEARTBEAT_TIMEOUT_MS;
 
 /** GET /api/v2/runs (the runs that need attention), /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel and /actions. */
 export function runsRoutes(router: Router<AppState>): void {
@@ -70,18 +64,7 @@ export function runsRoutes(router: Router<AppState>): void {
     validate(CancelRun),
     authorize({ scopes: RUN_READER_SCOPES, endpoint: 'runs_cancel' }),
     async (ctx) => {
-      const run = await runAsItStands(ctx.state.principal!, ctx.state.input.params.run_id);
-      if (!TERMINAL_STATUSES.has(run.status)) {
-        const handle = runHandle(await temporal(), run.id);
-        try {
-          await cancelRun(handle, run.id);
-          // The workflow settles the run as cancelled; wait (bounded: a queued run needs a worker) so the answer shows it.
-          await Promise.race([handle.result().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, CANCEL_WAIT_MS).unref())]);
-        } catch (err) {
-          if (!(err instanceof WorkflowNotFoundError)) throw err;
-        }
-      }
-      ctx.body = await runAsItStands(ctx.state.principal!, run.id);
+      ctx.body = await cancelAndShow(ctx.state.principal!, ctx.state.input.params.run_id);
     },
   );
 

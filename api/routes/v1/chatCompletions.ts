@@ -38,7 +38,7 @@ export function chatCompletionsRoutes(router: Router<AppState>): void {
       const request = chatExecutionRequest(body);
       if (request.options.stream) {
         const wire = chatChunks(() => ctx.state.runId ?? '', body.model, body.stream_options?.include_usage === true, request.options.responseFormat.type !== 'text');
-        return execute(ctx, request, { kind: 'response', agentPublicId }, wire);
+        return execute(ctx, request, { kind: 'response', agentPublicId }, { wire });
       }
       await execute(ctx, request, { kind: 'response', agentPublicId });
       // A run waiting on its caller's tools answers its calls: the caller runs them and sends their results.

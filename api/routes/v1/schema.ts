@@ -49,14 +49,14 @@ export function refuseDecided(body: Record<string, unknown>): void {
   }
 }
 
-const textPart = yup.object({ type: yup.string().required(), text: yup.string() });
+const textPart = yup.object({ type: yup.string().oneOf(['text', 'input_text', 'output_text']).required(), text: yup.string() });
 
 /** A message's content: a string, null, or OpenAI's content parts (only text ones are taken). */
 const content = yup
   .mixed<string | { type: string; text?: string }[]>()
   .nullable()
   .test('content', '${path} must be a string, null or an array of content parts', (v) => v === undefined || v === null || typeof v === 'string' || (Array.isArray(v) && v.every((p) => textPart.isValidSync(p))))
-  .meta({ jsonSchema: { oneOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: { type: 'object', properties: { type: { type: 'string' }, text: { type: 'string' } }, required: ['type'] } }] } });
+  .meta({ jsonSchema: { oneOf: [{ type: 'string' }, { type: 'null' }, { type: 'array', items: { type: 'object', properties: { type: { enum: ['text', 'input_text', 'output_text'] }, text: { type: 'string' } }, required: ['type'] } }] } });
 
 const toolCall = yup.object({
   id: yup.string().required(),
@@ -80,6 +80,11 @@ const functionTool = yup.object({
   function: yup.object({ name: yup.string().required(), description: yup.string(), parameters: plainObject(), strict: yup.boolean().nullable() }).required(),
 });
 
+const toolChoice = yup
+  .mixed()
+  .test('tool_choice', 'tool_choice may only be "auto": tools are decided by the agent configuration', (v) => v === undefined || v === null || v === 'auto')
+  .meta({ jsonSchema: { enum: ['auto', null], description: 'Only `auto`: tools are decided by the agent configuration.' } });
+
 const chatCompletionBody = yup.object({
   model: yup.string().required('model is required: an agent id (agt_…) or its name').max(200).meta(about("The agent to run: its id, or its name where no other agent of the workspace has it.")),
   messages: yup.array(chatMessage).required('messages is required').min(1, 'messages must not be empty').max(1000),
@@ -93,10 +98,7 @@ const chatCompletionBody = yup.object({
     .nullable()
     .default(undefined),
   tools: yup.array(functionTool).max(128).meta(about("Only the agent's own client-run tools, by name: the caller runs them and answers with `tool` messages.")),
-  tool_choice: yup
-    .mixed()
-    .test('tool_choice', 'tool_choice may only be "auto": tools are decided by the agent configuration', (v) => v === undefined || v === null || v === 'auto')
-    .meta({ jsonSchema: { enum: ['auto', null], description: 'Only `auto`: tools are decided by the agent configuration.' } }),
+  tool_choice: toolChoice,
   parallel_tool_calls: yup.boolean().nullable(),
   store: yup.boolean().nullable(),
   metadata: plainObject().nullable(),
@@ -113,6 +115,73 @@ export const CreateChatCompletion = {
   }),
   headers: IDEMPOTENCY_HEADERS,
 };
+
+const inputItem = yup.object({
+  type: yup.string().oneOf(['message', 'function_call', 'function_call_output'] as const),
+  role: yup.string().oneOf(['system', 'developer', 'user', 'assistant'] as const),
+  content,
+  call_id: yup.string().max(200),
+  name: yup.string().max(200),
+  arguments: yup.string(),
+  output: yup.string(),
+});
+
+const responseBody = yup.object({
+  model: yup.string().required('model is required: an agent id (agt_…) or its name').max(200).meta(about('The agent to run: its id, or its name where no other agent of the workspace has it.')),
+  input: yup
+    .mixed<string | yup.InferType<typeof inputItem>[]>()
+    .required('input is required')
+    .test('input', 'input must be a non-empty string or an array of input items', (v) => (typeof v === 'string' && v.length > 0) || (Array.isArray(v) && v.length > 0 && v.length <= 1000 && v.every((item) => inputItem.isValidSync(item))))
+    .meta({ jsonSchema: { oneOf: [{ type: 'string', minLength: 1 }, { type: 'array', minItems: 1, maxItems: 1000, items: { type: 'object' } }] } }),
+  instructions: yup.string().nullable().meta(about("The caller's instructions: a system message after the agent's own, which come first.")),
+  text: yup
+    .object({
+      format: yup
+        .object({ type: yup.string().oneOf(['text', 'json_object', 'json_schema'] as const).required(), name: yup.string().max(64), schema: plainObject(), strict: yup.boolean().nullable(), description: yup.string() })
+        .default(undefined),
+    })
+    .nullable()
+    .default(undefined),
+  previous_response_id: yup.string().nullable().max(200).meta(about('Continue the conversation of this stored response: the turn is its next message, in order.')),
+  conversation: yup
+    .mixed<string | { id: string }>()
+    .nullable()
+    .test('conversation', 'conversation must be a conversation id or {"id": …}', (v) => v === undefined || v === null || typeof v === 'string' || (typeof v === 'object' && typeof (v as { id?: unknown }).id === 'string'))
+    .meta({ jsonSchema: { oneOf: [{ type: 'string' }, { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }, { type: 'null' }] } }),
+  store: yup.boolean().nullable().meta(about('Default true: the response is a turn of a conversation, readable afterwards (needs `messages:create` too). `false`: a stateless run.')),
+  stream: yup.boolean().nullable(),
+  background: yup.boolean().nullable().meta(about('Answer at once with the response `queued`; poll GET /v1/responses/{id}, or follow its stream.')),
+  include: yup.array(yup.string()).max(0, 'include is not supported: the response carries what it has').nullable(),
+  tools: yup.array(yup.object()).max(0, 'tools are decided by the agent configuration').nullable(),
+  tool_choice: toolChoice,
+  parallel_tool_calls: yup.boolean().nullable(),
+  metadata: plainObject().nullable(),
+  user: yup.string().min(1).max(200),
+});
+
+export type ResponseBody = yup.InferType<typeof responseBody>;
+
+/** POST /v1/responses: OpenAI's Responses body, with the fields the service decides refused by name. */
+export const CreateResponseV1 = {
+  body: refined(responseBody, (body) => {
+    refuseDecided(body as Record<string, unknown>);
+    return body;
+  }),
+  headers: IDEMPOTENCY_HEADERS,
+};
+
+const responseId = yup.object({ response_id: yup.string().required().max(200) });
+
+/** GET /v1/responses/{response_id}: the response; with `stream=true` its events, after `starting_after`. */
+export const RetrieveResponse = {
+  params: responseId,
+  query: yup.object({
+    stream: yup.string().oneOf(['true', 'false']),
+    starting_after: yup.string().matches(/^\d{1,9}$/, 'starting_after must be a sequence number'),
+  }),
+};
+
+export const CancelResponse = { params: responseId };
 
 /** GET /v1/models/{model}. */
 export const RetrieveModel = { params: yup.object({ model: yup.string().required().max(200) }) };

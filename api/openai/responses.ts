@@ -1,0 +1,145 @@
+import { invalidRequest, type ErrorCode, type RunStatus } from '../../domain/errors';
+import type { CallerExchange, OutputItem, RunResponse } from '../../domain/runs';
+import type { StreamWire } from '../streaming';
+import type { ChatMessageIn, ResponseBody } from '../routes/v1/schema';
+import { exchangeOf, responseFormatOf } from './chatCompletions';
+
+/** OpenAI's response statuses, by the run's. */
+const STATUS: Record<RunStatus, string> = { queued: 'queued', running: 'in_progress', completed: 'completed', failed: 'failed', blocked: 'failed', cancelled: 'cancelled' };
+
+type InputItem = NonNullable<Exclude<ResponseBody['input'], string>>[number];
+
+/** Responses input items as chat messages: messages as they are, a function call's output as a tool message. */
+function messageOf(item: InputItem, i: number): ChatMessageIn {
+  if (item.type === 'function_call_output') return { role: 'tool', content: String(item.output ?? ''), tool_call_id: String(item.call_id ?? '') };
+  if (item.type === 'function_call') return { role: 'assistant', content: null, tool_calls: [{ id: String(item.call_id ?? ''), type: 'function', function: { name: String(item.name ?? ''), arguments: String(item.arguments ?? '{}') } }] };
+  if (item.type !== undefined && item.type !== 'message') throw invalidRequest(`input[${i}] is a ${item.type} item: only messages and function call outputs are taken.`, 'input');
+  return { role: item.role as ChatMessageIn['role'], content: item.content as ChatMessageIn['content'] };
+}
+
+/**
+ * The request's input and instructions as the run's: the last user message is the input, the earlier
+ * items its history, OpenAI's `instructions` the caller's (after the agent's own). A turn that
+ * continues a stored conversation sends only what is new: the conversation's memory is its history.
+ */
+export function responseExchange(body: ResponseBody, continuing: boolean): { input: string; exchange: CallerExchange } {
+  const items: ChatMessageIn[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []).map(messageOf);
+  if (items.length === 0) throw invalidRequest('input must not be empty.', 'input');
+  const { input, exchange } = exchangeOf(items);
+  const instructions = [body.instructions, exchange.instructions].filter(Boolean).join('\n\n');
+  const history = continuing && exchange.history?.length === 0 ? undefined : exchange.history;
+  return { input, exchange: { ...(instructions && { instructions }), ...(history && { history }) } };
+}
+
+export { responseFormatOf };
+
+/** A run's output as OpenAI's output items: one assistant message (text, JSON text, or a refusal), or the function calls its caller runs. */
+function outputOf(run: RunResponse): unknown[] {
+  const calls = (run.required_action?.calls ?? []).filter((c) => c.type === 'client_tool');
+  if (calls.length > 0) return calls.map((c) => ({ type: 'function_call', id: `fc_${c.call_id}`, call_id: c.call_id, name: c.tool, arguments: c.arguments ?? '{}', status: 'completed' }));
+  if (run.output.length === 0) return [];
+  return [{ type: 'message', id: `msg_${run.id}`, status: 'completed', role: 'assistant', content: run.output.map(contentOf) }];
+}
+
+function contentOf(item: OutputItem) {
+  if (item.type === 'refusal') return { type: 'refusal', refusal: item.refusal };
+  return { type: 'output_text', text: item.type === 'json' ? JSON.stringify(item.json) : item.text, annotations: [] };
+}
+
+/** A run as OpenAI's response object; `model` as the request named the agent. */
+export function responseObject(run: RunResponse, o: { model: string; createdAt?: number; previousResponseId?: string | null; store: boolean; background: boolean; error?: { code: ErrorCode; message: string } }) {
+  const output = outputOf(run);
+  const text = run.output.map((item) => (item.type === 'json' ? JSON.stringify(item.json) : item.type === 'refusal' ? '' : item.text)).join('');
+  return {
+    id: run.id,
+    object: 'response',
+    created_at: o.createdAt ?? Math.floor(Date.now() / 1000),
+    status: run.required_action ? 'completed' : STATUS[run.status],
+    model: o.model,
+    output,
+    output_text: text,
+    usage: {
+      input_tokens: run.usage.input_tokens,
+      input_tokens_details: { cached_tokens: run.usage.cached_tokens },
+      output_tokens: run.usage.output_tokens,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: run.usage.total_tokens,
+    },
+    error: o.error ? { code: o.error.code, message: o.error.message } : null,
+    incomplete_details: null,
+    instructions: null,
+    metadata: run.metadata,
+    previous_response_id: o.previousResponseId ?? null,
+    ...(run.conversation && { conversation: { id: run.conversation } }),
+    store: o.store,
+    background: o.background,
+    parallel_tool_calls: true,
+    tool_choice: 'auto',
+    tools: [],
+  };
+}
+
+/**
+ * A run's events as the Responses API's: `response.created` and `response.in_progress`, the message
+ * item and its text part opened with the first text, each `response.output_text.delta`, then the
+ * text's, part's and item's `done` events and `response.completed` (or `response.failed`,
+ * `response.cancelled`). Each carries a `sequence_number` from 0, the same on every replay of the
+ * run's stream, so a client resumes after one with `starting_after` (events up to it are skipped).
+ */
+export function responseEvents(o: { runId: () => string; model: string; store: boolean; background: boolean; structured: boolean; startingAfter?: number }): StreamWire {
+  let sequence = -1;
+  let text = '';
+  let opened = false;
+  const event = (type: string, payload: Record<string, unknown>) => {
+    sequence += 1;
+    if (o.startingAfter !== undefined && sequence <= o.startingAfter) return '';
+    return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence, ...payload })}\n\n`;
+  };
+  const itemId = () => `msg_${o.runId()}`;
+  const shell = (status: string) => ({ id: o.runId(), object: 'response', status, model: o.model, output: [], store: o.store, background: o.background });
+  const open = () => {
+    if (opened) return '';
+    opened = true;
+    return (
+      event('response.output_item.added', { output_index: 0, item: { type: 'message', id: itemId(), status: 'in_progress', role: 'assistant', content: [] } }) +
+      event('response.content_part.added', { item_id: itemId(), output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } })
+    );
+  };
+  const close = (run: RunResponse) => {
+    const object = responseObject(run, { model: o.model, store: o.store, background: o.background });
+    const message = (object.output as { type: string }[]).find((item) => item.type === 'message');
+    if (!message) return '';
+    const whole = object.output_text;
+    return (
+      open() +
+      (o.structured || text === '' ? (whole ? event('response.output_text.delta', { item_id: itemId(), output_index: 0, content_index: 0, delta: whole }) : '') : '') +
+      event('response.output_text.done', { item_id: itemId(), output_index: 0, content_index: 0, text: whole }) +
+      event('response.content_part.done', { item_id: itemId(), output_index: 0, content_index: 0, part: { type: 'output_text', text: whole, annotations: [] } }) +
+      event('response.output_item.done', { output_index: 0, item: message })
+    );
+  };
+  return {
+    frame(type, raw) {
+      if (type === 'response.started') return event('response.created', { response: shell('in_progress') }) + event('response.in_progress', { response: shell('in_progress') });
+      if (type === 'response.output_text.delta' && !o.structured) {
+        const { delta } = JSON.parse(raw) as { delta: string };
+        if (!delta) return '';
+        text += delta;
+        return open() + event('response.output_text.delta', { item_id: itemId(), output_index: 0, content_index: 0, delta });
+      }
+      if (type === 'response.completed') {
+        const run = JSON.parse(raw) as RunResponse;
+        return close(run) + event('response.completed', { response: responseObject(run, { model: o.model, store: o.store, background: o.background }) });
+      }
+      if (type === 'response.cancelled') {
+        const run = JSON.parse(raw) as RunResponse;
+        return event('response.cancelled', { response: responseObject(run, { model: o.model, store: o.store, background: o.background }) });
+      }
+      if (type === 'response.failed') {
+        const failed = JSON.parse(raw) as { error: { code: ErrorCode; message: string } };
+        return event('response.failed', { response: { ...shell('failed'), error: { code: failed.error.code, message: failed.error.message } } });
+      }
+      return '';
+    },
+  };
+}

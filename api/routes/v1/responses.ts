@@ -1,0 +1,126 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { invalidRequest, ServiceError } from '../../../domain/errors';
+import { mintTraceId } from '../../../domain/ids';
+import type { RunResponse } from '../../../domain/runs';
+import { findAgentInWorkspace } from '../../../db/agents';
+import { findPublicConversation, openConversation, type ConversationRecord } from '../../../db/conversations';
+import { Outbox } from '../../../db/outbox';
+import { findRun } from '../../../db/runs';
+import { transaction } from '../../../db/sql';
+import { temporal } from '../../../infra/temporalClient';
+import { runHandle } from '../../../workflows/agentRun.client';
+import { cancelAndShow } from '../../cancelRun';
+import { execute } from '../../execution';
+import { requireScope } from '../../credentials';
+import { authorize, workspaceOf } from '../../middleware/auth';
+import { idempotent } from '../../middleware/idempotent';
+import { validate, type Input } from '../../middleware/validate';
+import { V1_TIMEOUT_MS } from '../../openai/chatCompletions';
+import { agentOfModel } from '../../openai/models';
+import { responseEvents, responseExchange, responseFormatOf, responseObject } from '../../openai/responses';
+import { runAsItStands } from '../../runs';
+import type { AppState } from '../../state';
+import { relayRunEvents } from '../../streaming';
+import { notFound } from '../../tenancy';
+import { CancelResponse, CreateResponseV1, RetrieveResponse, type ResponseBody } from './schema';
+
+type Ctx = Context & { state: AppState };
+
+/**
+ * The conversation a stored response is a turn of: the one of `previous_response_id`'s run, the one
+ * `conversation` names, or a new one with the agent.
+ */
+async function conversationFor(ctx: Ctx, body: ResponseBody, agentPublicId: string): Promise<ConversationRecord> {
+  const workspace = workspaceOf(ctx.state.principal);
+  if (body.previous_response_id) {
+    const previous = await findRun(workspace.id, body.previous_response_id);
+    const conversation = previous?.conversation && !previous.internal ? await findPublicConversation(workspace.id, previous.conversation) : undefined;
+    if (!conversation) throw new ServiceError('run_not_found', `No stored response ${body.previous_response_id} to continue (one with store: false cannot be).`, {}, 'previous_response_id');
+    return conversation;
+  }
+  const named = typeof body.conversation === 'string' ? body.conversation : body.conversation?.id;
+  if (named) {
+    const conversation = await findPublicConversation(workspace.id, named);
+    if (!conversation) throw notFound('conversation_not_found');
+    return conversation;
+  }
+  const agent = await findAgentInWorkspace(workspace.id, agentPublicId);
+  if (!agent) throw notFound('agent_not_found');
+  return transaction(async (tx) => {
+    const outbox = new Outbox(workspace, { requestId: ctx.state.requestId, traceId: (ctx.state.traceId ??= mintTraceId()) });
+    const { conversation } = await openConversation({ workspace, agent, channel: 'api', externalRef: undefined }, outbox, tx);
+    await outbox.write(tx);
+    return conversation;
+  });
+}
+
+/** POST /v1/responses, GET /v1/responses/{id} (its stream with `stream=true`), POST /v1/responses/{id}/cancel. */
+export function responsesV1Routes(router: Router<AppState>): void {
+  router.post<{ input: Input<typeof CreateResponseV1> }>(
+    '/v1/responses',
+    validate(CreateResponseV1),
+    authorize({ scopes: ['responses:create'], endpoint: 'v1_responses', agent: (ctx) => ctx.state.input.body.model, endUser: (ctx) => ctx.state.input.body.user }),
+    idempotent('Idempotency-Replayed'),
+    async (ctx) => {
+      const { body } = ctx.state.input;
+      const workspace = workspaceOf(ctx.state.principal);
+      const agentPublicId = await agentOfModel(workspace.id, body.model);
+      const store = body.store !== false;
+      const background = body.background === true;
+      if (background && !store) throw invalidRequest('background needs store: a response run in the background is read back afterwards.', 'background');
+      // A stored response is a turn of a conversation: its exchange is kept, as messages are.
+      if (store) requireScope(ctx.state.principal!, ['messages:create']);
+      const continuing = Boolean(body.previous_response_id || body.conversation);
+      const { input, exchange } = responseExchange(body, continuing);
+      const format = responseFormatOf(body.text?.format ? { type: body.text.format.type, json_schema: body.text.format } : undefined);
+      const stream = body.stream === true;
+      const request = {
+        externalRef: body.user,
+        input,
+        attachments: [],
+        channel: 'api' as const,
+        metadata: body.metadata ?? {},
+        requestContext: {},
+        exchange,
+        options: { knowledgePolicy: 'auto' as const, memoryPolicy: store ? ('auto' as const) : ('none' as const), toolPolicy: 'auto' as const, preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: format },
+      };
+      const target = store ? { kind: 'message' as const, agentPublicId, conversation: await conversationFor(ctx, body, agentPublicId), concurrency: 'enqueue' as const } : { kind: 'response' as const, agentPublicId };
+      const shown = { model: body.model, store, background, previousResponseId: body.previous_response_id ?? null };
+      const wire = stream ? responseEvents({ runId: () => ctx.state.runId ?? '', model: body.model, store, background, structured: format.type !== 'text' }) : undefined;
+      await execute(ctx, request, target, { wire, background });
+      if (stream) return;
+      if (ctx.status === 200 || (ctx.status === 202 && (ctx.body as RunResponse).required_action)) {
+        ctx.status = 200;
+        ctx.body = responseObject(ctx.body as RunResponse, shown);
+      }
+    },
+  );
+
+  router.get<{ input: Input<typeof RetrieveResponse> }>(
+    '/v1/responses/:response_id',
+    validate(RetrieveResponse),
+    authorize({ scopes: ['responses:create'], endpoint: 'v1_responses_read' }),
+    async (ctx) => {
+      const { params, query } = ctx.state.input;
+      const run = await runAsItStands(ctx.state.principal!, params.response_id);
+      const shown = { model: run.agent, store: true, background: false };
+      if (query.stream === 'true') {
+        const startingAfter = query.starting_after === undefined ? undefined : Number(query.starting_after);
+        await relayRunEvents(ctx, runHandle(await temporal(), run.id), { runId: run.id, requestId: ctx.state.requestId, cancelOnDisconnect: false, wire: responseEvents({ runId: () => run.id, ...shown, structured: false, startingAfter }) });
+        return;
+      }
+      ctx.body = responseObject(run, shown);
+    },
+  );
+
+  router.post<{ input: Input<typeof CancelResponse> }>(
+    '/v1/responses/:response_id/cancel',
+    validate(CancelResponse),
+    authorize({ scopes: ['responses:create'], endpoint: 'v1_responses_cancel' }),
+    async (ctx) => {
+      const run = await cancelAndShow(ctx.state.principal!, ctx.state.input.params.response_id);
+      ctx.body = responseObject(run, { model: run.agent, store: true, background: true });
+    },
+  );
+}

@@ -1,0 +1,111 @@
+import { createOpenAI } from '@ai-sdk/openai';
+import { generateText } from 'ai';
+import OpenAI from 'openai';
+import { callsHeld, providerRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
+import { expectOneRun, runsOf } from './support/v2Side';
+
+/**
+ * The `/v1/responses` surface through OpenAI's Node SDK (and the AI SDK, whose default OpenAI model
+ * speaks it): stored turns continued with previous_response_id, stateless ones, streams with
+ * sequence numbers, background runs polled and resumed, and cancel.
+ */
+const api = useApi();
+const SCOPES = ['responses:create', 'messages:create'];
+
+const client = (t: Tenant) => new OpenAI({ baseURL: `${api.url}/v1`, apiKey: t.key, maxRetries: 0 });
+
+describe('OpenAI SDK: responses', () => {
+  it('answers a response, and continues its conversation with previous_response_id', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ text: 'Nice to meet you, Ada.' }, { text: 'Your name is Ada.' }]);
+    const openai = client(t);
+    const first = await openai.responses.create({ model: t.agent, input: 'My name is Ada.' });
+    expect(first).toMatchObject({ id: expect.stringMatching(/^run_/), object: 'response', status: 'completed', output_text: 'Nice to meet you, Ada.', usage: { input_tokens: expect.any(Number), input_tokens_details: { cached_tokens: 0 } } });
+    expect(first.output[0]).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Nice to meet you, Ada.' }] });
+    const second = await openai.responses.create({ model: t.agent, input: 'What is my name?', previous_response_id: first.id });
+    expect(second.output_text).toBe('Your name is Ada.');
+    const [, sent] = await providerRequests(t.model);
+    expect(sent.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: 'Nice to meet you, Ada.' },
+      { role: 'user', content: 'What is my name?' },
+    ]);
+    expect((await openai.responses.retrieve(first.id)).output_text).toBe('Nice to meet you, Ada.');
+    const run = await call2v2(t, second.id);
+    expect(run.conversation).toBe(first.conversation?.id);
+  });
+
+  it('runs statelessly with store: false, on responses:create alone', async () => {
+    const t = await tenant({ scopes: ['responses:create'] });
+    await scriptModel(t.model, [{ text: 'Stateless.' }]);
+    const answer = await client(t).responses.create({ model: t.agent, input: [{ role: 'user', content: 'hi' }], store: false, instructions: 'Be terse.' });
+    expect(answer.output_text).toBe('Stateless.');
+    expect((await providerRequests(t.model))[0].body.messages[1]).toEqual({ role: 'system', content: 'Be terse.' });
+    await expectOneRun(api.url, t, answer.id);
+    // A stored one needs messages:create too.
+    await expect(client(t).responses.create({ model: t.agent, input: 'hi' })).rejects.toMatchObject({ status: 403, code: 'permission_denied' });
+  });
+
+  it('streams the Responses events with increasing sequence numbers, and the text they add up to', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ chunks: ['Stre', 'amed ', 'text.'] }]);
+    const stream = await client(t).responses.create({ model: t.agent, input: 'Stream it.', stream: true });
+    const events: { type: string; sequence_number: number; delta?: string }[] = [];
+    for await (const event of stream) events.push(event as never);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(events[0].type).toBe('response.created');
+    expect(events.at(-1)!.type).toBe('response.completed');
+    expect(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')).toBe('Streamed text.');
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['response.output_item.added', 'response.content_part.added', 'response.output_text.done', 'response.output_item.done']));
+  });
+
+  it('runs in the background: answered queued at once, polled to its end, its stream resumed after a sequence number', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ chunks: ['Back', 'ground.'], hold: true }]);
+    const openai = client(t);
+    const queued = await openai.responses.create({ model: t.agent, input: 'Take your time.', background: true });
+    expect(['queued', 'in_progress']).toContain(queued.status);
+    expect(queued.background).toBe(true);
+    await callsHeld(t.model, 1);
+    expect((await openai.responses.retrieve(queued.id)).status).toBe('in_progress');
+    await releaseHeld(t.model);
+    const done = await until(async () => {
+      const polled = await openai.responses.retrieve(queued.id);
+      return polled.status === 'completed' ? polled : undefined;
+    }, 'the background response to complete');
+    expect(done.output_text).toBe('Background.');
+    // The whole stream, then the same stream after its third event.
+    const all: { sequence_number: number; type: string }[] = [];
+    for await (const event of await openai.responses.retrieve(queued.id, { stream: true })) all.push(event as never);
+    const rest: { sequence_number: number; type: string }[] = [];
+    for await (const event of await openai.responses.retrieve(queued.id, { stream: true, starting_after: 2 })) rest.push(event as never);
+    expect(rest).toEqual(all.slice(3));
+    expect(all.at(-1)!.type).toBe('response.completed');
+    expect(await runsOf(t)).toBe(1);
+  });
+
+  it('cancels a response', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ text: 'never', hold: true }]);
+    const openai = client(t);
+    const queued = await openai.responses.create({ model: t.agent, input: 'Wait.', background: true });
+    await callsHeld(t.model, 1);
+    const cancelled = await openai.responses.cancel(queued.id);
+    expect(cancelled.status).toBe('cancelled');
+    expect((await call2v2(t, queued.id)).status).toBe('cancelled');
+  });
+
+  it("answers the AI SDK's default OpenAI model, which speaks the Responses API", async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ text: 'Through responses.' }]);
+    const result = await generateText({ model: createOpenAI({ baseURL: `${api.url}/v1`, apiKey: t.key })(t.agent), prompt: 'hello' });
+    expect(result.text).toBe('Through responses.');
+    expect(await runsOf(t)).toBe(1);
+  });
+});
+
+async function call2v2(t: Tenant, runId: string): Promise<Record<string, any>> {
+  const res = await fetch(`${api.url}/api/v2/runs/${runId}`, { headers: { authorization: `Bearer ${t.key}` } });
+  expect(res.status).toBe(200);
+  return (await res.json()) as Record<string, any>;
+}
