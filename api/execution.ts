@@ -18,6 +18,7 @@ import { awaitedRuns, runAnswers } from '../infra/metrics';
 import { listenForSettlement, outcomeOf, type Settlement } from './settlements';
 import { interruptTurnsBefore } from './cancelRun';
 import { answerAccepted } from './answerAccepted';
+import { answerAction } from './runActions';
 
 export type { ExecutionTarget } from './planRun';
 
@@ -99,6 +100,23 @@ function answerAsItStands(ctx: Ctx, runId: string, run: RunResponse): void {
  * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
  * A retried idempotent request that began a run before attaches to it instead (its recovery point).
  */
+/**
+ * A run's client-run tool calls answered with their outputs (the `/v1` surface's tool messages), then
+ * the run answered as execute answers one: its outcome, or as it stands when it waits again. Listening
+ * begins before the outputs go, so the run's next wait or its settlement is heard.
+ */
+export async function continueRun(ctx: Ctx, runId: string, outputs: { call_id: string; output: string }[], options: RunOptions): Promise<void> {
+  const run = await runAsItStands(ctx.state.principal!, runId);
+  const settlement = listenForSettlement(runId);
+  try {
+    await settlement.ready;
+    for (const answered of outputs) await answerAction(run, answered);
+    await answer(ctx, runHandle(await temporal(), runId), runId, options, false, settlement, {});
+  } finally {
+    settlement.stop();
+  }
+}
+
 /** How a run is answered beyond the spec's way: another surface's stream shapes, and whether the answer waits for it (`background`: not, the run as it stands). */
 export interface Answering {
   wire?: StreamWire;

@@ -1,5 +1,6 @@
 import { invalidRequest } from '../../domain/errors';
-import type { CallerExchange, OutputItem, ResponseFormat, RunResponse } from '../../domain/runs';
+import { hasPrefix } from '../../domain/ids';
+import type { CallerExchange, OutputItem, ResponseFormat, RunOptions, RunResponse } from '../../domain/runs';
 import type { ToolCall } from '../../domain/tools';
 import { parseResponseFormat, type ExecutionRequest } from '../validation/runtimeInput';
 import type { StreamWire } from '../streaming';
@@ -58,6 +59,11 @@ export function exchangeOf(messages: ChatMessageIn[]): { input: string; exchange
   return { input, exchange: { ...(instructions.length > 0 && { instructions: instructions.join('\n\n') }), history } };
 }
 
+/** A chat completion's run options: stateless, its stream and format; the service's own for the rest. */
+export function chatOptions(body: ChatCompletionBody): RunOptions {
+  return { knowledgePolicy: 'auto', memoryPolicy: 'none', toolPolicy: 'auto', preview: false, stream: body.stream === true, timeoutMs: V1_TIMEOUT_MS, responseFormat: responseFormatOf(body.response_format) };
+}
+
 /** A chat completion request as the pipeline's execution request (the agent is named by `model`). */
 export function chatExecutionRequest(body: ChatCompletionBody): ExecutionRequest {
   const { input, exchange } = exchangeOf(body.messages);
@@ -69,7 +75,7 @@ export function chatExecutionRequest(body: ChatCompletionBody): ExecutionRequest
     metadata: body.metadata ?? {},
     requestContext: {},
     exchange,
-    options: { knowledgePolicy: 'auto', memoryPolicy: 'none', toolPolicy: 'auto', preview: false, stream: body.stream === true, timeoutMs: V1_TIMEOUT_MS, responseFormat: responseFormatOf(body.response_format) },
+    options: chatOptions(body),
   };
 }
 
@@ -92,9 +98,30 @@ function usageOf(run: RunResponse) {
 
 const created = () => Math.floor(Date.now() / 1000);
 
-/** The tool calls a run waits on its caller to run (the agent's client-run tools), as OpenAI's. */
-function toolCallsOf(run: RunResponse): ToolCall[] {
-  return (run.required_action?.calls ?? []).flatMap((c) => (c.type === 'client_tool' ? [{ id: c.call_id, name: c.tool, arguments: c.arguments ?? '{}' }] : []));
+/**
+ * The tool calls a run waits on its caller to run (the agent's client-run tools), as OpenAI's. Each
+ * id names the run too (`run_….call_…`), so the request that answers them continues that run.
+ */
+export function toolCallsOf(run: RunResponse): ToolCall[] {
+  return (run.required_action?.calls ?? []).flatMap((c) => (c.type === 'client_tool' ? [{ id: `${run.id}.${c.call_id}`, name: c.tool, arguments: c.arguments ?? '{}' }] : []));
+}
+
+/**
+ * The outputs a request brings for a run's client-run tool calls: the tool messages that end it, each
+ * naming a call the service gave out. Undefined when the request does not end with them (a new run).
+ */
+export function toolOutputsOf(messages: ChatMessageIn[]): { runId: string; outputs: { call_id: string; output: string }[] } | undefined {
+  let first = messages.length;
+  while (first > 0 && messages[first - 1].role === 'tool') first--;
+  if (first === messages.length) return undefined;
+  const outputs = messages.slice(first).map((m, i) => {
+    const [runId, callId] = (m.tool_call_id ?? '').split('.', 2);
+    if (!callId || !hasPrefix('run', runId)) throw invalidRequest(`messages[${first + i}].tool_call_id must name a tool call this service gave out.`, 'messages');
+    return { runId, call_id: callId, output: textOf(m.content, `messages[${first + i}]`) };
+  });
+  const runId = outputs[0].runId;
+  if (outputs.some((o) => o.runId !== runId)) throw invalidRequest('The tool messages answer calls of different responses: answer one at a time.', 'messages');
+  return { runId, outputs: outputs.map(({ call_id, output }) => ({ call_id, output })) };
 }
 
 /** A run as OpenAI's chat.completion object; `model` as the caller named the agent, the id the run's. */

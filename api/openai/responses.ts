@@ -2,7 +2,7 @@ import { invalidRequest, type ErrorCode, type RunStatus } from '../../domain/err
 import type { CallerExchange, OutputItem, RunResponse } from '../../domain/runs';
 import type { StreamWire } from '../streaming';
 import type { ChatMessageIn, ResponseBody } from '../routes/v1/schema';
-import { exchangeOf, responseFormatOf } from './chatCompletions';
+import { exchangeOf, responseFormatOf, toolCallsOf } from './chatCompletions';
 
 /** OpenAI's response statuses, by the run's. */
 const STATUS: Record<RunStatus, string> = { queued: 'queued', running: 'in_progress', completed: 'completed', failed: 'failed', blocked: 'failed', cancelled: 'cancelled' };
@@ -17,15 +17,20 @@ function messageOf(item: InputItem, i: number): ChatMessageIn {
   return { role: item.role as ChatMessageIn['role'], content: item.content as ChatMessageIn['content'] };
 }
 
+/** The input as chat messages (a string is one user message). */
+export function inputMessages(body: ResponseBody): ChatMessageIn[] {
+  const items: ChatMessageIn[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []).map(messageOf);
+  if (items.length === 0) throw invalidRequest('input must not be empty.', 'input');
+  return items;
+}
+
 /**
  * The request's input and instructions as the run's: the last user message is the input, the earlier
  * items its history, OpenAI's `instructions` the caller's (after the agent's own). A turn that
  * continues a stored conversation sends only what is new: the conversation's memory is its history.
  */
 export function responseExchange(body: ResponseBody, continuing: boolean): { input: string; exchange: CallerExchange } {
-  const items: ChatMessageIn[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []).map(messageOf);
-  if (items.length === 0) throw invalidRequest('input must not be empty.', 'input');
-  const { input, exchange } = exchangeOf(items);
+  const { input, exchange } = exchangeOf(inputMessages(body));
   const instructions = [body.instructions, exchange.instructions].filter(Boolean).join('\n\n');
   const history = continuing && exchange.history?.length === 0 ? undefined : exchange.history;
   return { input, exchange: { ...(instructions && { instructions }), ...(history && { history }) } };
@@ -35,8 +40,8 @@ export { responseFormatOf };
 
 /** A run's output as OpenAI's output items: one assistant message (text, JSON text, or a refusal), or the function calls its caller runs. */
 function outputOf(run: RunResponse): unknown[] {
-  const calls = (run.required_action?.calls ?? []).filter((c) => c.type === 'client_tool');
-  if (calls.length > 0) return calls.map((c) => ({ type: 'function_call', id: `fc_${c.call_id}`, call_id: c.call_id, name: c.tool, arguments: c.arguments ?? '{}', status: 'completed' }));
+  const calls = toolCallsOf(run);
+  if (calls.length > 0) return calls.map((c) => ({ type: 'function_call', id: `fc_${c.id}`, call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' }));
   if (run.output.length === 0) return [];
   return [{ type: 'message', id: `msg_${run.id}`, status: 'completed', role: 'assistant', content: run.output.map(contentOf) }];
 }

@@ -1,12 +1,13 @@
 import Router from '@koa/router';
-import { ServiceError } from '../../../domain/errors';
+import { invalidRequest, ServiceError } from '../../../domain/errors';
 import type { RunResponse } from '../../../domain/runs';
 import { findRunnableAgent } from '../../../db/agents';
-import { execute } from '../../execution';
+import { continueRun, execute } from '../../execution';
+import type { Context } from 'koa';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
-import { chatChunks, chatCompletion, chatExecutionRequest } from '../../openai/chatCompletions';
+import { chatChunks, chatCompletion, chatExecutionRequest, chatOptions, toolOutputsOf } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
 import type { AppState } from '../../state';
 import { CreateChatCompletion, type ChatCompletionBody } from './schema';
@@ -35,17 +36,28 @@ export function chatCompletionsRoutes(router: Router<AppState>): void {
       const workspace = workspaceOf(ctx.state.principal);
       const agentPublicId = await agentOfModel(workspace.id, body.model);
       await checkDeclaredTools(workspace.id, agentPublicId, body.tools);
+      // Tool messages that answer calls the service gave out continue that run: the caller ran the agent's client-run tools.
+      const answered = toolOutputsOf(body.messages);
+      if (answered) {
+        if (body.stream) throw invalidRequest('stream is not available when answering tool calls: send the tool messages without it.', 'stream');
+        await continueRun(ctx, answered.runId, answered.outputs, chatOptions(body));
+        return answerAsCompletion(ctx, body.model);
+      }
       const request = chatExecutionRequest(body);
       if (request.options.stream) {
         const wire = chatChunks(() => ctx.state.runId ?? '', body.model, body.stream_options?.include_usage === true, request.options.responseFormat.type !== 'text');
         return execute(ctx, request, { kind: 'response', agentPublicId }, { wire });
       }
       await execute(ctx, request, { kind: 'response', agentPublicId });
-      // A run waiting on its caller's tools answers its calls: the caller runs them and sends their results.
-      if (ctx.status === 200 || (ctx.status === 202 && (ctx.body as RunResponse).required_action)) {
-        ctx.status = 200;
-        ctx.body = chatCompletion(ctx.body as RunResponse, body.model);
-      }
+      answerAsCompletion(ctx, body.model);
     },
   );
+}
+
+/** The run's answer as a chat completion; a run waiting on its caller's tools answers with its calls, which the caller runs and answers. */
+function answerAsCompletion(ctx: Context & { state: AppState }, model: string): void {
+  if (ctx.status === 200 || (ctx.status === 202 && (ctx.body as RunResponse).required_action)) {
+    ctx.status = 200;
+    ctx.body = chatCompletion(ctx.body as RunResponse, model);
+  }
 }

@@ -11,14 +11,14 @@ import { transaction } from '../../../db/sql';
 import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
 import { cancelAndShow } from '../../cancelRun';
-import { execute } from '../../execution';
+import { continueRun, execute } from '../../execution';
 import { requireScope } from '../../credentials';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
-import { V1_TIMEOUT_MS } from '../../openai/chatCompletions';
+import { toolOutputsOf, V1_TIMEOUT_MS } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
-import { responseEvents, responseExchange, responseFormatOf, responseObject } from '../../openai/responses';
+import { inputMessages, responseEvents, responseExchange, responseFormatOf, responseObject } from '../../openai/responses';
 import { runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
@@ -55,6 +55,14 @@ async function conversationFor(ctx: Ctx, body: ResponseBody, agentPublicId: stri
   });
 }
 
+/** The run's answer as a response object; one waiting on its caller's tools shows the function calls to run. */
+function answerAsResponse(ctx: Ctx, shown: Parameters<typeof responseObject>[1]): void {
+  if (ctx.status === 200 || (ctx.status === 202 && (ctx.body as RunResponse).required_action)) {
+    ctx.status = 200;
+    ctx.body = responseObject(ctx.body as RunResponse, shown);
+  }
+}
+
 /** POST /v1/responses, GET /v1/responses/{id} (its stream with `stream=true`), POST /v1/responses/{id}/cancel. */
 export function responsesV1Routes(router: Router<AppState>): void {
   router.post<{ input: Input<typeof CreateResponseV1> }>(
@@ -68,6 +76,14 @@ export function responsesV1Routes(router: Router<AppState>): void {
       const agentPublicId = await agentOfModel(workspace.id, body.model);
       const store = body.store !== false;
       const background = body.background === true;
+      const shown = { model: body.model, store, background, previousResponseId: body.previous_response_id ?? null };
+      // Function call outputs for calls the service gave out continue that run: the caller ran the agent's client-run tools.
+      const answered = toolOutputsOf(inputMessages(body));
+      if (answered) {
+        if (body.stream) throw invalidRequest('stream is not available when answering function calls: send the outputs without it.', 'stream');
+        await continueRun(ctx, answered.runId, answered.outputs, { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: V1_TIMEOUT_MS, responseFormat: { type: 'text' } });
+        return answerAsResponse(ctx, shown);
+      }
       if (background && !store) throw invalidRequest('background needs store: a response run in the background is read back afterwards.', 'background');
       // A stored response is a turn of a conversation: its exchange is kept, as messages are.
       if (store) requireScope(ctx.state.principal!, ['messages:create']);
@@ -86,14 +102,9 @@ export function responsesV1Routes(router: Router<AppState>): void {
         options: { knowledgePolicy: 'auto' as const, memoryPolicy: store ? ('auto' as const) : ('none' as const), toolPolicy: 'auto' as const, preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: format },
       };
       const target = store ? { kind: 'message' as const, agentPublicId, conversation: await conversationFor(ctx, body, agentPublicId), concurrency: 'enqueue' as const } : { kind: 'response' as const, agentPublicId };
-      const shown = { model: body.model, store, background, previousResponseId: body.previous_response_id ?? null };
       const wire = stream ? responseEvents({ runId: () => ctx.state.runId ?? '', model: body.model, store, background, structured: format.type !== 'text' }) : undefined;
       await execute(ctx, request, target, { wire, background });
-      if (stream) return;
-      if (ctx.status === 200 || (ctx.status === 202 && (ctx.body as RunResponse).required_action)) {
-        ctx.status = 200;
-        ctx.body = responseObject(ctx.body as RunResponse, shown);
-      }
+      if (!stream) answerAsResponse(ctx, shown);
     },
   );
 
