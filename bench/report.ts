@@ -1,3 +1,4 @@
+import type { AnswerFigures } from './answers';
 import type { OutageFigures } from './outage';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -194,6 +195,25 @@ export function reportRealModel(r: RealModelFigures | undefined): void {
   process.stdout.write(`${['', ...realModelLines(r), '', 'targets (reported, not asserted):', ...targets.map(targetLine), `written: ${path.relative(process.cwd(), file)}`].join('\n')}\n`);
 }
 
+/** `npm run bench -- --answers`: the embedded model's answers under four settings; writes bench/results/answers.json. */
+export function reportAnswers(m: { quick: boolean; answers: AnswerFigures[] }): void {
+  const after = m.answers.at(-1)!;
+  const targets = [makeTarget('answers_run_to_cap', after.ran_to_cap, '<=', 0), makeTarget('answers_repeating_a_sentence', after.repeated_a_sentence, '<=', 0)];
+  const file = write('answers.json', { date: new Date().toISOString(), nproc: availableParallelism(), quick: m.quick, answers: m.answers, targets });
+  printPhase(
+    `the embedded model's answers${m.quick ? ' (--quick)' : ''}`,
+    m.answers.map((a) => `${a.setting}: ${a.answers} answers, ${a.ran_to_cap} ran to the cap, ${a.repeated_a_sentence} repeated a sentence more than twice; output tokens p50 ${a.output_tokens.p50}, p99 ${a.output_tokens.p99}, max ${a.output_tokens.max}`),
+    targets,
+    file,
+  );
+}
+
+/** One phase run alone: its heading, its figures, its targets (reported, not asserted) and the file written. */
+function printPhase(phase: string, figures: string[], targets: ReturnType<typeof makeTarget>[], file: string): void {
+  const lines = ['', `Agent Execution Service bench, ${phase}: nproc ${availableParallelism()}`, '', ...figures, '', 'targets (reported, not asserted):', ...targets.map(targetLine), `written: ${path.relative(process.cwd(), file)}`, ''];
+  process.stdout.write(lines.join('\n'));
+}
+
 /** `npm run bench -- --outage`: what a 30 s PostgreSQL cut costs; writes bench/results/outage.json. */
 export function reportOutage(m: { quick: boolean; outage: OutageFigures }): void {
   const o = m.outage;
@@ -204,21 +224,12 @@ export function reportOutage(m: { quick: boolean; outage: OutageFigures }): void
   ];
   const file = write('outage.json', { date: new Date().toISOString(), nproc: availableParallelism(), quick: m.quick, outage: o, targets });
   const p = (x: { p50: number; p99: number; n: number }) => `p50 ${x.p50} ms, p99 ${x.p99} ms (n ${x.n})`;
-  const lines = [
-    '',
-    `Agent Execution Service bench, PostgreSQL outage${m.quick ? ' (--quick)' : ''}: nproc ${availableParallelism()}`,
-    '',
+  printPhase(`PostgreSQL outage${m.quick ? ' (--quick)' : ''}`, [
     `runs sent ${o.sent}: completed ${o.completed}, refused 503 during the cut ${o.refused} (${o.refused_with_retry_after} with Retry-After), lost ${o.lost} ${JSON.stringify(o.lost_answers)}`,
     `provider calls made twice: ${o.duplicate_provider_calls}`,
     `added latency before the cut: ${p(o.added_ms_before)}; of the runs in flight at the cut: ${p(o.added_ms_in_flight)}`,
     `after the restore: first run completed in ${o.first_completed_after_restore_ms} ms, first as fast as before the cut in ${o.normal_again_after_restore_ms} ms`,
-    '',
-    'targets (reported, not asserted):',
-    ...targets.map(targetLine),
-    `written: ${path.relative(process.cwd(), file)}`,
-    '',
-  ];
-  process.stdout.write(lines.join('\n'));
+  ], targets, file);
 }
 
 /** Prints the table and writes bench/results/latest.json; targets are reported, never asserted. */

@@ -11,14 +11,15 @@ import { statementsPerRun, type StatementFigures } from './statements';
 import { Children, LOG_DIR } from './processes';
 import { outageFigures } from './outage';
 import { tcpProxy } from '../test/support/tcpProxy';
-import { report, reportInflight, reportOutage, reportRealModel, type InflightMeasured, type Loaded, type Measured } from './report';
+import { report, reportAnswers, reportInflight, reportOutage, reportRealModel, type InflightMeasured, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
 import { BenchStub } from './stubProvider';
 import { cpuPerRun, heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
 import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
+import { answerFigures } from './answers';
 
 /**
- * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model | --outage]`: starts its own stack, measures the floor (Temporal's own cost), runs,
+ * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model | --outage | --answers]`: starts its own stack, measures the floor (Temporal's own cost), runs,
  * streams and an authenticated GET against a bare Koa route, how a run's cost grows with its work, the
  * other workloads, runs with one worker process against two, and streamed runs on the embedded real
  * model against the same requests sent to it straight; prints a table and writes
@@ -35,6 +36,8 @@ const INFLIGHT_ONLY = process.argv.includes('--inflight');
 const REAL_MODEL_ONLY = process.argv.includes('--real-model');
 /** Only the outage phase: runs through a PostgreSQL cut (bench/outage.ts). */
 const OUTAGE_ONLY = process.argv.includes('--outage');
+/** Only the answers phase: the embedded model's answers to everyday prompts under four settings (bench/answers.ts); no stack. */
+const ANSWERS_ONLY = process.argv.includes('--answers');
 /** `--inflight-rate N`: the open loop's arrivals per second instead of its default, to find what a machine holds. */
 const at = process.argv.indexOf('--inflight-rate');
 const INFLIGHT_RATE = at === -1 ? undefined : Number(process.argv[at + 1]);
@@ -181,6 +184,7 @@ async function knowledge(s: Stack): Promise<Pick<Measured, 'ingestion' | 'retrie
 }
 
 async function main(): Promise<void> {
+  if (ANSWERS_ONLY) return reportAnswers({ quick: QUICK, answers: await answerFigures(QUICK ? 1 : 3, log) });
   const children = new Children();
   const stub = new BenchStub();
   const database = `aes_bench_${randomBytes(4).toString('hex')}`;
