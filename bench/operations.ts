@@ -26,7 +26,7 @@ export async function readEvents(res: Response): Promise<{ events: string[]; fir
 }
 
 /** The measured operations; each throws unless it got the success it expects. */
-export function operations(s: Stack): Record<'floor' | 'run' | 'stream' | 'cancel' | 'authGet' | 'bareKoa', Operation> {
+export function operations(s: Stack): Record<'floor' | 'run' | 'v1Chat' | 'stream' | 'cancel' | 'authGet' | 'bareKoa', Operation> {
   let streamSeq = 0;
   const respond = (input: string, stream: boolean) =>
     fetch(`${s.api}/api/v2/responses`, { method: 'POST', headers: s.auth, body: JSON.stringify({ agent: s.agent, input, ...(stream && { stream }) }) });
@@ -38,6 +38,12 @@ export function operations(s: Stack): Record<'floor' | 'run' | 'stream' | 'cance
     async run() {
       const status = (JSON.parse(await expectOk(await respond('Say hello.', false), 'POST /api/v2/responses')) as { status?: string }).status;
       if (status !== 'completed') throw new Error(`run ended ${status}`);
+    },
+    /** The same run as `run`, asked through the OpenAI-compatible surface: what its translation costs. */
+    async v1Chat() {
+      const res = await fetch(`${s.api}/v1/chat/completions`, { method: 'POST', headers: s.auth, body: JSON.stringify({ model: s.agent, messages: [{ role: 'user', content: 'Say hello.' }] }) });
+      const finish = (JSON.parse(await expectOk(res, 'POST /v1/chat/completions')) as { choices?: { finish_reason?: string }[] }).choices?.[0]?.finish_reason;
+      if (finish !== 'stop') throw new Error(`the chat completion finished ${finish}`);
     },
     /** One streamed run; returns its first-delta overhead: the client's first delta minus the stub's first chunk. */
     async stream() {

@@ -39,6 +39,8 @@ export interface Measured {
   settings: unknown;
   floor: { c1: Summary; c32: Loaded };
   run: { c1: Summary; c32: Loaded };
+  /** The same run through POST /v1/chat/completions. */
+  v1Chat: { c1: Summary; c32: Loaded };
   stream: { c1: Summary; c32: Loaded };
   /** POST /runs/{id}/cancel of a streamed run at its first delta: its answer's time is the extra figure. */
   cancel: Summary;
@@ -240,6 +242,8 @@ export function report(m: Measured): void {
     run_over_floor_p50_c1: ratio(m.run.c1.p50_ms, m.floor.c1.p50_ms),
     run_over_floor_rps_c32: ratio(m.run.c32.summary.rps, m.floor.c32.summary.rps),
     auth_get_over_bare_koa_rps: ratio(m.authGet.summary.rps, m.bareKoa.summary.rps),
+    v1_chat_over_run_p50_c1: ratio(m.v1Chat.c1.p50_ms, m.run.c1.p50_ms),
+    run_over_v1_chat_rps_c32: ratio(m.run.c32.summary.rps, m.v1Chat.c32.summary.rps),
   };
   // Memory under the c32 load: the highest peak of any c32 phase.
   const peak = (name: string) => round2(Math.max(0, ...[m.floor.c32, m.run.c32, m.stream.c32, m.authGet, m.bareKoa].map((l) => l.usage.peakRssMb[name] ?? 0)));
@@ -250,6 +254,9 @@ export function report(m: Measured): void {
     target('run_over_floor_rps_c32', ratios.run_over_floor_rps_c32, '>=', 0.8),
     target('stream_first_delta_overhead_p50_ms', overhead?.p50 ?? null, '<=', 5),
     target('auth_get_over_bare_koa_rps', ratios.auth_get_over_bare_koa_rps, '>=', 0.5),
+    // The OpenAI-compatible surface is a translation: within 5 % of the same run through /api/v2.
+    target('v1_chat_over_run_p50_c1', ratios.v1_chat_over_run_p50_c1, '<=', 1.05),
+    target('run_over_v1_chat_rps_c32', ratios.run_over_v1_chat_rps_c32, '<=', 1.05),
     target('api_rss_mb_c32', rss.api, '<=', 200),
     target('worker_rss_mb_c32', rss.worker, '<=', 400),
     ...(inflight ? (inflightTargets(inflight, makeTarget) as ReturnType<typeof makeTarget>[]) : []),
@@ -267,6 +274,7 @@ export function report(m: Measured): void {
     settings: m.settings,
     floor: { c1: figures(m.floor.c1), c32: loaded(m.floor.c32) },
     run: { c1: figures(m.run.c1), c32: loaded(m.run.c32) },
+    v1_chat: { c1: figures(m.v1Chat.c1), c32: loaded(m.v1Chat.c32) },
     stream: {
       first_delta_overhead_ms: overhead,
       c1: { ...figures(m.stream.c1), first_delta_overhead_ms: m.stream.c1.extra ?? null },
@@ -307,6 +315,8 @@ export function report(m: Measured): void {
     row('floor', 32, m.floor.c32.summary),
     row('run', 1, m.run.c1),
     row('run', 32, m.run.c32.summary),
+    row('v1_chat (same run)', 1, m.v1Chat.c1),
+    row('v1_chat (same run)', 32, m.v1Chat.c32.summary),
     row('stream (whole run)', 1, m.stream.c1),
     row('stream (whole run)', 32, m.stream.c32.summary),
     overheadRow(1, m.stream.c1),

@@ -126,6 +126,7 @@ async function measure(s: Stack, children: Children): Promise<Measured> {
     settings: SETTINGS,
     floor: { c1: await atC1('floor', op.floor), c32: await atC32('floor', op.floor) },
     run: { c1: await atC1('run', op.run), c32: await atC32('run', op.run) },
+    v1Chat: { c1: await atC1('v1_chat (POST /v1/chat/completions, the same run)', op.v1Chat), c32: await atC32('v1_chat (POST /v1/chat/completions, the same run)', op.v1Chat) },
     stream: { c1: await atC1('stream', op.stream), c32: await atC32('stream', op.stream) },
     cancel: await cancelAnswers(op.cancel),
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),

@@ -73,21 +73,26 @@ function expectBrief(run: { status: string; output: { type: string; text: string
 }
 
 describe('the first answer on the embedded model', () => {
-  it("answers the README's first curl briefly, and thirty hellos after it, with the default instructions and the server's sampling", async () => {
+  it("answers the README's first curl and its OpenAI client line briefly, and thirty hellos in all, with the default instructions and the server's sampling", async () => {
     // The README's commands as a new user pastes them, against this deployment's port.
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const commands = /Then, with the stack up:\s+```sh\n([\s\S]*?)```/.exec(readme)![1];
-    expect(commands).toContain('localhost:8080/api/v2/responses');
-    const script = `${commands.replaceAll('localhost:8080', new URL(api.url).host)}\necho\necho "$KEY $AGENT"`;
+    // Its curl, then its line through OpenAI's client, as a new user pastes them, against this deployment's port.
+    const [curl, openai] = [...readme.slice(readme.indexOf('Then, with the stack up:')).matchAll(/```sh\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]);
+    expect(curl).toContain('localhost:8080/api/v2/responses');
+    expect(openai).toContain("require('openai')");
+    const script = `${curl}\necho\n${openai}\necho "$KEY $AGENT"`.replaceAll('localhost:8080', new URL(api.url).host);
     const { stdout } = await promisify(execFile)('bash', ['-c', script], { cwd: ROOT, env: { ...process.env, DATABASE_URL: database.url } });
-    const [answer, ids] = stdout.trim().split('\n').slice(-2);
+    const [answer, message, ids] = stdout.trim().split('\n').slice(-3);
     const [key, agent] = ids.split(' ');
     const first = JSON.parse(answer);
     expectBrief(first);
+    // The chat completion of the same agent: a real model's answer in OpenAI's shape.
+    expect(JSON.parse(message)).toEqual({ role: 'assistant', content: expect.stringMatching(/\S/), refusal: null });
+    expect(repeatedSentence(JSON.parse(message).content)).toBeUndefined();
 
     const more = [];
-    for (let batch = 0; batch < 29; batch += 8) {
-      const asked = Array.from({ length: Math.min(8, 29 - batch) }, () => call(api.url, 'POST', '/api/v2/responses', { key, body: { agent, input: 'hello', timeout_ms: TIMEOUT_MS } }));
+    for (let batch = 0; batch < 28; batch += 8) {
+      const asked = Array.from({ length: Math.min(8, 28 - batch) }, () => call(api.url, 'POST', '/api/v2/responses', { key, body: { agent, input: 'hello', timeout_ms: TIMEOUT_MS } }));
       more.push(...(await Promise.all(asked)));
     }
     for (const res of more) {
