@@ -2,7 +2,7 @@ import { invalidRequest, type ErrorCode, type RunStatus } from '../../domain/err
 import type { CallerExchange, OutputItem, RunResponse } from '../../domain/runs';
 import type { StreamWire } from '../streaming';
 import type { ChatMessageIn, ResponseBody } from '../routes/v1/schema';
-import { exchangeOf, responseFormatOf, toolCallsOf } from './chatCompletions';
+import { exchangeOf, toolCallsOf } from './chatCompletions';
 
 /** OpenAI's response statuses, by the run's. */
 const STATUS: Record<RunStatus, string> = { queued: 'queued', running: 'in_progress', completed: 'completed', failed: 'failed', blocked: 'failed', cancelled: 'cancelled' };
@@ -35,8 +35,6 @@ export function responseExchange(body: ResponseBody, continuing: boolean): { inp
   const history = continuing && exchange.history?.length === 0 ? undefined : exchange.history;
   return { input, exchange: { ...(instructions && { instructions }), ...(history && { history }) } };
 }
-
-export { responseFormatOf };
 
 /** A run's output as OpenAI's output items: one assistant message (text, JSON text, or a refusal), or the function calls its caller runs. */
 function outputOf(run: RunResponse): unknown[] {

@@ -16,9 +16,9 @@ import { requireScope } from '../../credentials';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
-import { toolOutputsOf, V1_TIMEOUT_MS } from '../../openai/chatCompletions';
+import { responseFormatOf, toolOutputsOf, V1_TIMEOUT_MS } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
-import { inputMessages, responseEvents, responseExchange, responseFormatOf, responseObject } from '../../openai/responses';
+import { inputMessages, responseEvents, responseExchange, responseObject } from '../../openai/responses';
 import { runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
@@ -101,7 +101,9 @@ export function responsesV1Routes(router: Router<AppState>): void {
         exchange,
         options: { knowledgePolicy: 'auto' as const, memoryPolicy: store ? ('auto' as const) : ('none' as const), toolPolicy: 'auto' as const, preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: format },
       };
-      const target = store ? { kind: 'message' as const, agentPublicId, conversation: await conversationFor(ctx, body, agentPublicId), concurrency: 'enqueue' as const } : { kind: 'response' as const, agentPublicId };
+      const conversation = store ? await conversationFor(ctx, body, agentPublicId) : undefined;
+      if (conversation && conversation.agentPublicId !== agentPublicId) throw invalidRequest(`model: the conversation continued is ${conversation.agentPublicId ?? 'no agent'}'s; a different agent is refused.`, 'model');
+      const target = conversation ? { kind: 'message' as const, agentPublicId, conversation, concurrency: 'enqueue' as const } : { kind: 'response' as const, agentPublicId };
       const wire = stream ? responseEvents({ runId: () => ctx.state.runId ?? '', model: body.model, store, background, structured: format.type !== 'text' }) : undefined;
       await execute(ctx, request, target, { wire, background });
       if (!stream) answerAsResponse(ctx, shown);
