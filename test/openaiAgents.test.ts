@@ -1,4 +1,4 @@
-import { Agent, OpenAIChatCompletionsModel, run, setTracingDisabled, tool } from '@openai/agents';
+import { Agent, OpenAIChatCompletionsModel, OpenAIResponsesModel, run, setTracingDisabled, tool } from '@openai/agents';
 import OpenAI from 'openai';
 import { z } from 'zod';
 import { providerRequests, scriptModel, tenant, useApi } from './support/stack';
@@ -14,8 +14,11 @@ const api = useApi();
 const WEATHER = { type: 'http', name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, runs_on: 'client' };
 
 describe('OpenAI Agents SDK', () => {
-  it("runs an agent whose model is ours, looping through the agent's client-run tool: one run, the tool run by the caller", async () => {
-    const t = await tenant({ config: { tools: [WEATHER] } });
+  it.each([
+    ['Chat Completions', (client: OpenAI, agent: string) => new OpenAIChatCompletionsModel(client, agent), 'response' as const],
+    ['the Responses API (its default)', (client: OpenAI, agent: string) => new OpenAIResponsesModel(client, agent), 'message' as const],
+  ])("runs an agent whose model is ours through %s, looping through the agent's client-run tool: one run, the tool run by the caller", async (_api, modelOf, kind) => {
+    const t = await tenant({ scopes: ['responses:create', 'messages:create'], config: { tools: [WEATHER] } });
     await scriptModel(t.model, [{ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] }, { text: 'It is sunny in Paris.' }]);
     const ranWith: string[] = [];
     const getWeather = tool({
@@ -28,7 +31,7 @@ describe('OpenAI Agents SDK', () => {
       },
     });
     const client = new OpenAI({ baseURL: `${api.url}/v1`, apiKey: t.key, maxRetries: 0 });
-    const agent = new Agent({ name: 'Weather', instructions: 'Use your tools.', model: new OpenAIChatCompletionsModel(client, t.agent), tools: [getWeather] });
+    const agent = new Agent({ name: 'Weather', instructions: 'Use your tools.', model: modelOf(client, t.agent), tools: [getWeather] });
     const result = await run(agent, 'What is the weather in Paris?');
     expect(result.finalOutput).toBe('It is sunny in Paris.');
     expect(ranWith).toEqual(['Paris']);
@@ -37,6 +40,6 @@ describe('OpenAI Agents SDK', () => {
     expect(second.body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: expect.any(String), content: 'sunny in Paris' });
     expect(await runsOf(t)).toBe(1);
     const [runId] = (result.rawResponses[0].responseId ?? '').split('.');
-    await expectOneRun(api.url, t, runId);
+    await expectOneRun(api.url, t, runId, kind);
   });
 });

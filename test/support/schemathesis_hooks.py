@@ -61,7 +61,7 @@ def map_body(context, body):
         body = {k: v for k, v in body.items() if k != "tools"}
         return {**_storable(body), "model": DATA["agent"], "messages": messages + [{"role": "user", "content": "hi"}], **_with_schema(body, "response_format")}
     if path == "/v1/responses" and "agent" in DATA:
-        body = {k: v for k, v in body.items() if k not in ("previous_response_id", "conversation")}
+        body = {k: v for k, v in body.items() if k not in ("previous_response_id", "conversation", "tools")}
         stored = {"store": True} if body.get("background") else {}
         text = {"text": {"format": _with_schema(body.get("text") or {}, "format").get("format")}} if isinstance(body.get("text"), dict) and body["text"].get("format") else {}
         return {**_storable(body), "model": DATA["agent"], "input": "hi", **stored, **text}

@@ -5,18 +5,18 @@ import { call, type Tenant } from './stack';
 
 /**
  * The v2 side of work done through another surface (the `/v1` one): the run readable at
- * GET /api/v2/runs/{id} with this status, one ledger line, and its workflow in Temporal with the
- * usual search attributes. Returns the run as v2 reads it.
+ * GET /api/v2/runs/{id}, completed, with one ledger line, and its workflow in Temporal with the usual
+ * search attributes (a stored /v1 response is a conversation's `message`). Returns the run as v2 reads it.
  */
-export async function expectOneRun(apiUrl: string, t: Tenant, runId: string, status = 'completed'): Promise<Record<string, any>> {
+export async function expectOneRun(apiUrl: string, t: Tenant, runId: string, kind: 'response' | 'message' = 'response'): Promise<Record<string, any>> {
   const run = await call(apiUrl, 'GET', `/api/v2/runs/${runId}`, { key: t.key });
   expect(run.status).toBe(200);
-  expect(run.body).toMatchObject({ id: runId, status, agent: t.agent });
+  expect(run.body).toMatchObject({ id: runId, status: 'completed', agent: t.agent });
   const lines = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM ledger_lines l JOIN runs r ON r.id = l.run_id WHERE r.public_id = :id', { replacements: { id: runId }, type: QueryTypes.SELECT });
   expect(lines[0].n).toBe(1);
   const description = await (await temporal()).workflow.getHandle(runId).describe();
   expect(description.type).toBe('agentRun');
-  expect(description.searchAttributes).toMatchObject({ WorkspaceId: [t.workspace], AgentId: [t.agent], Kind: ['response'] });
+  expect(description.searchAttributes).toMatchObject({ WorkspaceId: [t.workspace], AgentId: [t.agent], Kind: [kind] });
   return run.body;
 }
 

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
-import { invalidRequest, ServiceError } from '../../../domain/errors';
+import { invalidRequest } from '../../../domain/errors';
 import type { RunResponse } from '../../../domain/runs';
-import { findRunnableAgent } from '../../../db/agents';
+import { checkDeclaredTools } from '../../openai/declaredTools';
 import { continueRun, execute } from '../../execution';
 import type { Context } from 'koa';
 import { authorize, workspaceOf } from '../../middleware/auth';
@@ -10,19 +10,7 @@ import { validate, type Input } from '../../middleware/validate';
 import { chatChunks, chatCompletion, chatExecutionRequest, chatOptions, toolOutputsOf } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
 import type { AppState } from '../../state';
-import { CreateChatCompletion, type ChatCompletionBody } from './schema';
-
-/**
- * Function tools a caller declares are refused, since tools are decided by the agent, except the
- * agent's own client-run tools: an SDK that loops over tool calls declares the ones it runs.
- */
-async function checkDeclaredTools(workspaceId: number, agentPublicId: string, tools: ChatCompletionBody['tools']): Promise<void> {
-  if (!tools?.length) return;
-  const agent = await findRunnableAgent(workspaceId, agentPublicId);
-  const clientRun = new Set((agent?.publishedConfig?.tools ?? []).flatMap((t) => (t.type === 'http' && t.runs_on === 'client' ? [t.name] : [])));
-  const foreign = tools.find((t) => !clientRun.has(t.function.name));
-  if (foreign) throw new ServiceError('invalid_request', `tools: "${foreign.function.name}" is not a client-run tool of the agent; tools are decided by the agent configuration.`, {}, 'tools');
-}
+import { CreateChatCompletion } from './schema';
 
 /** POST /v1/chat/completions: a stateless run of the agent named by `model`, in OpenAI's wire shapes. */
 export function chatCompletionsRoutes(router: Router<AppState>): void {
@@ -35,7 +23,7 @@ export function chatCompletionsRoutes(router: Router<AppState>): void {
       const { body } = ctx.state.input;
       const workspace = workspaceOf(ctx.state.principal);
       const agentPublicId = await agentOfModel(workspace.id, body.model);
-      await checkDeclaredTools(workspace.id, agentPublicId, body.tools);
+      await checkDeclaredTools(workspace.id, agentPublicId, (body.tools ?? []).map((t) => t.function.name));
       // Tool messages that answer calls the service gave out continue that run: the caller ran the agent's client-run tools.
       const answered = toolOutputsOf(body.messages);
       if (answered) {

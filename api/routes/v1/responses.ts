@@ -18,6 +18,7 @@ import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
 import { responseFormatOf, toolOutputsOf, V1_TIMEOUT_MS } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
+import { checkDeclaredTools } from '../../openai/declaredTools';
 import { inputMessages, responseEvents, responseExchange, responseObject } from '../../openai/responses';
 import { runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
@@ -74,6 +75,7 @@ export function responsesV1Routes(router: Router<AppState>): void {
       const { body } = ctx.state.input;
       const workspace = workspaceOf(ctx.state.principal);
       const agentPublicId = await agentOfModel(workspace.id, body.model);
+      await checkDeclaredTools(workspace.id, agentPublicId, (body.tools ?? []).map((t) => t.name));
       const store = body.store !== false;
       const background = body.background === true;
       const shown = { model: body.model, store, background, previousResponseId: body.previous_response_id ?? null };

@@ -152,7 +152,11 @@ const responseBody = yup.object({
   stream: yup.boolean().nullable(),
   background: yup.boolean().nullable().meta(about('Answer at once with the response `queued`; poll GET /v1/responses/{id}, or follow its stream.')),
   include: yup.array(yup.string()).max(0, 'include is not supported: the response carries what it has').nullable(),
-  tools: yup.array(yup.object()).max(0, 'tools are decided by the agent configuration').nullable(),
+  tools: yup
+    .array(yup.object({ type: yup.string().oneOf(['function']).required(), name: yup.string().required(), description: yup.string().nullable(), parameters: plainObject().nullable(), strict: yup.boolean().nullable() }))
+    .max(128)
+    .nullable()
+    .meta(about("Only the agent's own client-run tools, by name: the caller runs them and answers with `function_call_output` items.")),
   tool_choice: toolChoice,
   parallel_tool_calls: yup.boolean().nullable(),
   metadata: plainObject().nullable(),
