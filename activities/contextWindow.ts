@@ -29,7 +29,7 @@ const MIN_OUTPUT_TOKENS = 16;
 
 /**
  * Fits a call's prompt into the model's window (`contextTokens`). The history gives way, oldest first
- * and a whole turn at a time, so it always begins with a user message (tool calls and their results
+ * and a whole turn at a time, so what is left begins with a user message (tool calls and their results
  * live in the current turn, which is never cut); the instructions, the new message and this run's tool
  * rounds always stay. A quarter of the window, or the output cap if smaller, is kept for the answer.
  * Sizes are estimated, then, where the provider counts (`count`) and there is history to cut, checked
@@ -40,8 +40,7 @@ export async function fitToWindow(config: AgentConfig, contextTokens: number | u
   const cap = outputCap(config, contextTokens);
   if (contextTokens === undefined) return { messages: promptWith(history), omitted: 0, maxTokens: cap };
   const room = contextTokens - Math.min(cap, Math.ceil(contextTokens / 4));
-  // What the run's hold let memory send may begin inside a turn (activities/model.ts): from the next whole one.
-  let from = history.length === 0 || history[0].role === 'user' ? 0 : nextTurn(history, 0);
+  let from = 0;
   // Scales the estimate to the provider's count once it is known (a model's tokenizer may split finer).
   let scale = 1;
   const dropUntil = (fits: (messages: ChatMessage[]) => boolean) => {

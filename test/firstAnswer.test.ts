@@ -126,7 +126,8 @@ describe('the first answer on the embedded model', () => {
 
   it("carries a 24-turn conversation past the model's window: every turn completes, the oldest turns give way, the instructions stay", async () => {
     const instructions = 'You are Zed, a note-taking assistant. Acknowledge each note in one short sentence.';
-    const t = await tenant({ scopes: ['conversations:create', 'messages:create', 'logs:read'], config: { instructions, max_output_tokens: 64 } });
+    // An output cap whose history budget (memory's 20 messages of it) is past the window: the window decides what is sent.
+    const t = await tenant({ scopes: ['conversations:create', 'messages:create', 'logs:read'], config: { instructions, max_output_tokens: 256 } });
     const conv = (await call(api.url, 'POST', '/api/v2/conversations', { key: t.key, body: { agent: t.agent } })).body.id;
     // About 250 of the model's tokens each: 24 of them are three times the slot.
     const note = (n: number) =>

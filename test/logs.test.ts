@@ -102,6 +102,7 @@ describe('GET /api/v2/logs', () => {
       uncharged_credits: 0,
       refused: false,
       usage_estimated: false,
+      history_omitted: 0,
       error_code: null,
       knowledge: [],
       created_at: expect.any(String),

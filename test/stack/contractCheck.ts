@@ -84,7 +84,9 @@ export function notTheApi(url: string): void {
   standIns.add(new URL(url).origin);
 }
 
-const apiOrigins = (url: URL) => url.hostname === '127.0.0.1' && !standIns.has(url.origin) && !(process.env.STUB_URL && url.origin === new URL(process.env.STUB_URL).origin);
+/** The stack's own servers that are not the API: the stub provider and the model server (llama.cpp answers /v1 paths too). */
+const NOT_THE_API = [process.env.STUB_URL, process.env.TEST_MODEL_SERVER_URL].flatMap((url) => (url ? [new URL(url).origin] : []));
+const apiOrigins = (url: URL) => url.hostname === '127.0.0.1' && !standIns.has(url.origin) && !NOT_THE_API.includes(url.origin);
 
 globalThis.fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
   const res = await realFetch(input, init);
