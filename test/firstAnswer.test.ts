@@ -157,9 +157,14 @@ describe('the first answer on the embedded model', () => {
   });
 
   it('answers ten json_object runs with a JSON object each', async () => {
-    const t = await tenant({ scopes: ['responses:create'] });
+    // A cap as an agent with structured output sets one: a reply that runs to it is asked again, never resent (CUT_OFF_PROBLEM).
+    const t = await tenant({ scopes: ['responses:create'], config: { max_output_tokens: 256 } });
     const inputs = ['Describe a cat.', 'Give me a name and an age.', 'List three fruits.', 'What is the weather like?', 'Make a todo item.', 'Rate this movie: great acting.', 'Tell me about Paris.', 'Describe a car.', 'Summarize: the meeting moved to Tuesday.', 'hello'];
-    const answers = await Promise.all(inputs.map((input) => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input, response_format: { type: 'json_object' }, timeout_ms: TIMEOUT_MS } })));
+    // Two at a time: each run has the most of the machine its 120 s allow, however loaded the machine.
+    const answers = [];
+    for (let i = 0; i < inputs.length; i += 2) {
+      answers.push(...(await Promise.all(inputs.slice(i, i + 2).map((input) => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input, response_format: { type: 'json_object' }, timeout_ms: TIMEOUT_MS } })))));
+    }
     for (const res of answers) expect({ status: res.status, error: res.body.error, output: res.body.output }).toEqual({ status: 200, output: [{ type: 'json', json: expect.any(Object) }] });
     // A reply that ran to the cap (an endless array, a string in a loop) was asked again without it, never resent whole: no prompt outgrew the slot.
     for (const r of await providerRequests(t.model, relayUrl)) expect(r.relayedUsage!.prompt_tokens + r.relayedUsage!.completion_tokens).toBeLessThanOrEqual(SLOT_TOKENS);
