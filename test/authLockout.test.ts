@@ -80,7 +80,10 @@ describe('a throttled address, on an API instance started after the flood', () =
       for (const { status } of answers) statuses.set(status, (statuses.get(status) ?? 0) + 1);
     }
     expect([...statuses]).toEqual([[429, 10_000]]);
-    expect(proxy.bytesUp).toBe(sent);
+    // No query per guess: one authentication lookup sends about 100 bytes, so 10,000 would send a
+    // megabyte. What the instance does on its own meanwhile (a filter rebuild, a pool closing an idle
+    // connection on a slow machine) is a few such statements at most.
+    expect(proxy.bytesUp - sent).toBeLessThan(1_000);
 
     // Revoked: refused once the instance's copy of the key lapses (CREDENTIAL_CACHE_MS, docs/api.md).
     const key = (await db().query<{ id: string }>('SELECT k.public_id AS id FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id WHERE w.public_id = :ws', { replacements: { ws: after.workspace }, type: QueryTypes.SELECT }))[0].id;
