@@ -9,10 +9,7 @@ import type { AddressInfo } from 'node:net';
  */
 export interface TcpProxy {
   port: number;
-  /**
-   * Bytes sent to the dependency so far: a client that sent none made no query. PostgreSQL's Terminate
-   * (a pool closing an idle connection, after 10 s: a slow machine's test may outlast that) is not counted.
-   */
+  /** Bytes sent to the dependency so far: a client that sent none made no query. */
   readonly bytesUp: number;
   /** `url` (the dependency's: postgres://…, redis://…) reaching it through this proxy instead. */
   through(url: string): string;
@@ -20,9 +17,6 @@ export interface TcpProxy {
   restore(): Promise<void>;
   close(): Promise<void>;
 }
-
-/** PostgreSQL's Terminate message, which a client sends alone as it closes its connection: 'X', then its length, 4. */
-const isTerminate = (chunk: Buffer) => chunk.length === 5 && chunk[0] === 0x58 && chunk.readInt32BE(1) === 4;
 
 export async function tcpProxy(upstream: { host: string; port: number }): Promise<TcpProxy> {
   const open = new Set<net.Socket>();
@@ -35,9 +29,7 @@ export async function tcpProxy(upstream: { host: string; port: number }): Promis
     const target = net.connect(upstream.port, upstream.host);
     track(client);
     track(target);
-    client.on('data', (chunk: Buffer) => {
-      if (!isTerminate(chunk)) bytesUp += chunk.length;
-    });
+    client.on('data', (chunk: Buffer) => (bytesUp += chunk.length));
     client.pipe(target).pipe(client);
     // Either side going away takes the other with it, as a dropped network path would.
     client.once('error', () => target.destroy()).once('close', () => target.destroy());

@@ -107,14 +107,19 @@ const chatCompletionBody = yup.object({
 
 export type ChatCompletionBody = yup.InferType<typeof chatCompletionBody>;
 
-/** POST /v1/chat/completions: OpenAI's body, with the fields the service decides refused by name. */
-export const CreateChatCompletion = {
-  body: refined(chatCompletionBody, (body) => {
-    refuseDecided(body as Record<string, unknown>);
-    return body;
-  }),
-  headers: IDEMPOTENCY_HEADERS,
-};
+/** An OpenAI body, with the fields the service decides refused by name; idempotent by Idempotency-Key. */
+function openAiRequest<T extends object>(body: yup.Schema<T>) {
+  return {
+    body: refined(body, (value: T) => {
+      refuseDecided(value as Record<string, unknown>);
+      return value;
+    }),
+    headers: IDEMPOTENCY_HEADERS,
+  };
+}
+
+/** POST /v1/chat/completions. */
+export const CreateChatCompletion = openAiRequest(chatCompletionBody);
 
 const inputItem = yup.object({
   type: yup.string().oneOf(['message', 'function_call', 'function_call_output'] as const),
@@ -165,14 +170,8 @@ const responseBody = yup.object({
 
 export type ResponseBody = yup.InferType<typeof responseBody>;
 
-/** POST /v1/responses: OpenAI's Responses body, with the fields the service decides refused by name. */
-export const CreateResponseV1 = {
-  body: refined(responseBody, (body) => {
-    refuseDecided(body as Record<string, unknown>);
-    return body;
-  }),
-  headers: IDEMPOTENCY_HEADERS,
-};
+/** POST /v1/responses. */
+export const CreateResponseV1 = openAiRequest(responseBody);
 
 const responseId = yup.object({ response_id: yup.string().required().max(200) });
 
