@@ -63,6 +63,8 @@ export interface GenerateResult {
   check: StructuredCheck;
   /** Earlier messages of the conversation memory would have sent, left out to fit the run's hold or the model's window. */
   historyOmitted?: number;
+  /** The reply stopped at the call's output cap (`finish_reason: length`). */
+  truncated?: boolean;
 }
 
 
@@ -189,6 +191,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
       usage: reply.usage ?? countedUsage(reply.model, messages, reply),
       ...(!reply.usage && { usageEstimated: true }),
       ...(historyOmitted > 0 && { historyOmitted }),
+      ...(reply.truncated && { truncated: true }),
       model: reply.model,
       // A refusal is an answer: nothing to validate or repair.
       ...(reply.refusal !== undefined ? { refusal: reply.refusal, check: { ok: true as const, value: null } } : { check: structuredCheck(reply.text, reply.truncated === true, input.format) }),

@@ -2,7 +2,7 @@ import { Context, log } from '@temporalio/activity';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
-import { conversational, finalOutput, TERMINAL_STATUSES, toRunResponse, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
+import { conversational, finalOutput, TERMINAL_STATUSES, toRunResponse, type IncompleteReason, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { creditsFor, ledgerLine, serviceFault } from '../domain/billing';
 import { conversationById, openConversation, type ConversationRecord } from '../db/conversations';
@@ -143,7 +143,7 @@ export function startRun(s: StartRun): Promise<StartedRun> {
     const output = s.settle && finalOutput(reply, s.call.format);
     if (!output) return { ...reply, begun };
     try {
-      const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, usageEstimated: reply.usageEstimated, historyOmitted: reply.historyOmitted, model: reply.model, toolNames: [], knowledge: s.settle?.knowledge, unlessCancelRequested: true });
+      const settled = await settleRun({ input: s.run, status: 'completed', output, usage: reply.usage, usageEstimated: reply.usageEstimated, historyOmitted: reply.historyOmitted, ...(reply.truncated && { incomplete: 'max_output_tokens' as const }), model: reply.model, toolNames: [], knowledge: s.settle?.knowledge, unlessCancelRequested: true });
       return { ...reply, begun, settled };
     } catch (err) {
       // The run was cancelled before the reply came: the workflow settles it cancelled. Any other
@@ -183,6 +183,8 @@ export interface Settlement {
   usageEstimated?: boolean;
   /** The most earlier messages any call of the run left out to fit the model's window (GenerateResult.historyOmitted). */
   historyOmitted?: number;
+  /** The answer stopped at its output cap (GenerateResult.truncated of the reply that became the output). */
+  incomplete?: IncompleteReason;
   /** The reconciler settles the run: its workflow ended without settling it. */
   reconciled?: boolean;
   /** A queued turn settles before its turn came (cancelled or given up in the queue): its message is not part of the conversation. */
@@ -200,7 +202,7 @@ export async function recordRunCancel(runId: string): Promise<void> {
   await transaction((sql) => recordCancelRequest(runId, sql));
 }
 
-export function runResponse(input: RunInput, begun: BegunRun, fields: { status: RunStatus; output: OutputItem[]; usage: Usage }): RunResponse {
+export function runResponse(input: RunInput, begun: BegunRun, fields: { status: RunStatus; output: OutputItem[]; usage: Usage; incomplete?: IncompleteReason }): RunResponse {
   return toRunResponse({
     id: input.runId,
     status: fields.status,
@@ -212,6 +214,7 @@ export function runResponse(input: RunInput, begun: BegunRun, fields: { status: 
     metadata: input.metadata,
     requestId: input.requestId,
     traceId: input.traceId,
+    incompleteReason: fields.status === 'completed' ? fields.incomplete : undefined,
   });
 }
 
@@ -255,6 +258,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         refused: s.output.some((item) => item.type === 'refusal'),
         usageEstimated: s.usageEstimated ?? false,
         historyOmitted: s.historyOmitted ?? 0,
+        incompleteReason: s.status === 'completed' ? (s.incomplete ?? null) : null,
         reconciled: s.reconciled ?? false,
         // A run the reconciler settles (terminated, timed out) is billed for what its calls consumed, as before.
         waived: serviceFault(s.error?.code) && s.reconciled !== true,

@@ -19,6 +19,8 @@ import { listenForSettlement, outcomeOf, type Settlement } from './settlements';
 import { interruptTurnsBefore } from './cancelRun';
 import { answerAccepted } from './answerAccepted';
 import { answerAction } from './runActions';
+import { latestEntryId } from './runStreamReader';
+import { runEventsKey } from '../domain/streamEvents';
 
 export type { ExecutionTarget } from './planRun';
 
@@ -59,7 +61,7 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
   ctx.state.runId = runId;
   if (options.stream) {
     // Only the stream that started the run cancels it by going away (not a background one's); a retry attaching to it follows it.
-    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original && !how.background, wire: how.wire });
+    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original && !how.background, wire: how.wire, after: how.after });
     return;
   }
   if (how.background) {
@@ -94,24 +96,19 @@ function answerAsItStands(ctx: Ctx, runId: string, run: RunResponse): void {
 }
 
 /**
- * The one execution pipeline behind /responses, /agents/{id}/runs and /conversations/{id}/messages,
- * and the `/v1` surface's runs (which write their streams through a `wire` of their own).
- * The body was validated and the caller authenticated and scoped before this runs; here: resolve the
- * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
- * A retried idempotent request that began a run before attaches to it instead (its recovery point).
- */
-/**
  * A run's client-run tool calls answered with their outputs (the `/v1` surface's tool messages), then
- * the run answered as execute answers one: its outcome, or as it stands when it waits again. Listening
- * begins before the outputs go, so the run's next wait or its settlement is heard.
+ * the run answered as execute answers one: its outcome, or as it stands when it waits again; streamed,
+ * from what the run does next. Listening begins before the outputs go, so the run's next wait or its
+ * settlement is heard, and the stream's place is taken then too.
  */
-export async function continueRun(ctx: Ctx, runId: string, outputs: { call_id: string; output: string }[], options: RunOptions): Promise<void> {
+export async function continueRun(ctx: Ctx, runId: string, outputs: { call_id: string; output: string }[], options: RunOptions, how: Answering = {}): Promise<void> {
   const run = await runAsItStands(ctx.state.principal!, runId);
   const settlement = listenForSettlement(runId);
   try {
     await settlement.ready;
+    const after = options.stream ? await latestEntryId(runEventsKey(runId)) : undefined;
     for (const answered of outputs) await answerAction(run, answered);
-    await answer(ctx, runHandle(await temporal(), runId), runId, options, false, settlement, {});
+    await answer(ctx, runHandle(await temporal(), runId), runId, options, false, settlement, { ...how, after });
   } finally {
     settlement.stop();
   }
@@ -121,8 +118,17 @@ export async function continueRun(ctx: Ctx, runId: string, outputs: { call_id: s
 export interface Answering {
   wire?: StreamWire;
   background?: boolean;
+  /** A stream relays only the entries after this one (a continued run's, from its continuation). */
+  after?: string;
 }
 
+/**
+ * The one execution pipeline behind /responses, /agents/{id}/runs and /conversations/{id}/messages,
+ * and the `/v1` surface's runs (which write their streams through a `wire` of their own).
+ * The body was validated and the caller authenticated and scoped before this runs; here: resolve the
+ * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
+ * A retried idempotent request that began a run before attaches to it instead (its recovery point).
+ */
 export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget, how: Answering = {}): Promise<void> {
   const client = await temporal();
   const resumed = ctx.state.recovery?.resumed;

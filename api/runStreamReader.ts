@@ -25,6 +25,12 @@ export function isAfter(a: string, b: string): boolean {
 }
 
 type Fields = [string, string[]][];
+
+/** The id of a stream's latest entry ('0-0' for none): a follow from it is given only what comes next. */
+export async function latestEntryId(key: string): Promise<string> {
+  const [last] = (await redis().xrevrange(key, '+', '-', 'COUNT', 1)) as Fields;
+  return last?.[0] ?? '0-0';
+}
 const entriesOf = (raw: Fields): StreamEntry[] => raw.map(([id, fields]) => ({ id, type: fields[1], data: fields[3] }));
 
 /** One client's place in one run's stream: it is given each entry after `after`, once, in order. */

@@ -55,6 +55,7 @@ export async function runAsItStands(principal: Principal, publicId: string, o: {
       metadata: row.metadata,
       requestId: row.request_id,
       traceId: row.trace_id,
+      incompleteReason: row.incomplete_reason,
       // Only a running run waits for people: its pending calls are its required_action.
       ...(row.pending.length > 0 && { requiredAction: requiredAction(row.public_id, row.pending) }),
     });

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { WorkflowHandle } from '@temporalio/client';
 import { config } from '../infra/config';
-import type { RunOutcome } from '../domain/runs';
+import type { RunOutcome, RunResponse } from '../domain/runs';
 import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../domain/streamEvents';
 import { isShuttingDown, onShutdown } from './shutdown';
 import type { AppState } from './state';
@@ -9,6 +9,7 @@ import { openStreams, runAnswers } from '../infra/metrics';
 import { runStreams, type StreamEntry } from './runStreamReader';
 import { listenForSettlement, outcomeOf } from './settlements';
 import { cancelRun } from './cancelRun';
+import { runAsItStands } from './runs';
 
 /**
  * How a run's events are written to the client: the spec's SSE frames, or another API's shapes (the
@@ -16,6 +17,11 @@ import { cancelRun } from './cancelRun';
  */
 export interface StreamWire {
   frame(type: string, data: string, id?: string): string;
+  /**
+   * For a wire whose clients answer tool calls with a new request (OpenAI's): the stream ends when
+   * the run waits on its caller, with these frames of the run as it stands. The run goes on waiting.
+   */
+  waiting?(run: RunResponse): string;
 }
 
 const SPEC_WIRE: StreamWire = { frame: sseFrame };
@@ -89,14 +95,28 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   // A run that waits for people is not cancelled by its stream going away: its client comes back with Last-Event-ID.
   let cancelOnDisconnect = o.cancelOnDisconnect;
   let heardAt = 0;
+  // The calls are recorded before they are announced: the run read after their events shows them all,
+  // or none when they were answered since (a stream replayed later goes on).
+  const endIfWaiting = async () => {
+    const run = await runAsItStands(ctx.state.principal!, o.runId);
+    if (!run.required_action || over()) return;
+    write(wire.waiting!(run));
+    terminal = true;
+    end();
+  };
   const relay = (entries: StreamEntry[]) => {
     heardAt = Date.now();
+    let waits = false;
     for (const { id, type, data } of entries) {
       if (over()) return;
-      if (type === 'response.tool.action_required') cancelOnDisconnect = false;
+      if (type === 'response.tool.action_required') {
+        cancelOnDisconnect = false;
+        waits = true;
+      }
       if (TERMINAL_EVENTS.has(type)) finish(type, data, id);
       else write(wire.frame(type, data, id));
     }
+    if (waits && wire.waiting) endIfWaiting().catch(() => undefined);
   };
 
   const follow = runStreams().follow(runEventsKey(o.runId), o.after ?? '0-0', relay);

@@ -2,7 +2,7 @@ import { mintId } from '../domain/ids';
 import type { RequiredCall } from '../domain/actions';
 import type { PassageRef } from '../domain/knowledge';
 import { invalidRequest, type RunStatus } from '../domain/errors';
-import type { OutputItem, RunKind } from '../domain/runs';
+import type { IncompleteReason, OutputItem, RunKind } from '../domain/runs';
 import type { Usage } from '../domain/usage';
 import { pageStart } from './paging';
 import { sql, statement, withStatementTimeout, type Sql } from './sql';
@@ -109,7 +109,7 @@ const SETTLE = statement(
      SELECT CASE WHEN $24::boolean THEN 0 ELSE COALESCE((SELECT LEAST($9::bigint, credits) FROM reserved), $9::bigint) END AS credits, COALESCE((SELECT credits FROM reserved), 0) AS held
    ), run AS (
      UPDATE runs SET status = $3, output = $4, usage = $5, error_code = $6, error_message = $7, completed_at = now(), reconciled_at = CASE WHEN $23::boolean THEN now() END,
-                     held_credits = (SELECT held FROM charge)
+                     held_credits = (SELECT held FROM charge), incomplete_reason = $26
       WHERE id = $2 AND (SELECT ok FROM go)
    ), line AS (
      INSERT INTO ledger_lines (workspace_id, run_id, line, credits, input_tokens, output_tokens) SELECT $1, $2, $8, charge.credits, $10, $11 FROM charge WHERE (SELECT ok FROM go)
@@ -154,6 +154,8 @@ export interface RunSettlement {
   waived: boolean;
   /** Earlier messages of the conversation left out of its calls to fit the model's window (or the run's hold). */
   historyOmitted: number;
+  /** The answer stopped at its output cap (RunResponse.incomplete_details). */
+  incompleteReason: IncompleteReason | null;
 }
 
 /**
@@ -187,6 +189,7 @@ export async function settleRunRecord(s: RunSettlement, on: Sql): Promise<{ char
     s.reconciled,
     s.waived,
     s.historyOmitted,
+    s.incompleteReason,
   ]);
   return balance;
 }
@@ -218,6 +221,7 @@ export interface RunRow {
   metadata: Record<string, unknown>;
   request_id: string;
   trace_id: string;
+  incomplete_reason: IncompleteReason | null;
   /** The calls a running run waits on now (run_actions), oldest first; none once it has ended, however it ended. */
   pending: RequiredCall[];
 }
@@ -225,7 +229,7 @@ export interface RunRow {
 // The pending calls in the same read: every poll of a running run asks, and few runs ever wait.
 const IN_WORKSPACE = statement(
   `SELECT r.public_id, r.status, r.kind, a.public_id AS agent, r.agent_version, c.public_id AS conversation, c.internal,
-          r.output, r.usage, r.metadata, r.request_id, r.trace_id,
+          r.output, r.usage, r.metadata, r.request_id, r.trace_id, r.incomplete_reason,
           CASE WHEN r.status = 'running' THEN
             (SELECT jsonb_agg(jsonb_strip_nulls(jsonb_build_object('call_id', x.call_id, 'type', x.type, 'tool', x.tool, 'arguments', x.arguments, 'arguments_sha256', x.arguments_sha256, 'expires_at', x.expires_at)) ORDER BY x.id)
                FROM run_actions x WHERE x.run_id = r.id AND x.status = 'pending')

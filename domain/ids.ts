@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomFillSync } from 'node:crypto';
-import { encodeTime, monotonicFactory } from 'ulid';
+import { decodeTime, encodeTime, monotonicFactory } from 'ulid';
 
 // ulid draws one random number per character; a crypto call for each was a measurable share of a
 // cheap request, so the same cryptographic randomness is drawn from a buffer refilled 4 KiB at a time.
@@ -58,6 +58,11 @@ export function derivedId(kind: IdKind, name: string, at: number): string {
   let random = '';
   for (let i = 0; i < 16; i++) random += CROCKFORD[hash[i] & 31];
   return ID_PREFIX[kind] + encodeTime(at, 10).toLowerCase() + random;
+}
+
+/** When a public id was minted (its ULID's time), in whole seconds since the epoch: what OpenAI's wire calls `created`. */
+export function mintedAtSeconds(publicId: string): number {
+  return Math.floor(decodeTime(publicId.slice(publicId.indexOf('_') + 1).toUpperCase()) / 1000);
 }
 
 /** W3C trace id: 32 lowercase hex characters, never all zero. */

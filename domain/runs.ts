@@ -115,7 +115,12 @@ export interface RunResponse {
   trace_id: string;
   /** While the run waits for people (domain/actions.ts). */
   required_action?: RequiredAction;
+  /** Only on a completed run whose answer stopped at its output cap (OpenAI's shape): the answer is unfinished. */
+  incomplete_details?: { reason: IncompleteReason };
 }
+
+/** Why a completed run's answer is unfinished: it stopped at the call's output cap. */
+export type IncompleteReason = 'max_output_tokens';
 
 /** The run response object; `conversation` only for runs whose conversation is public, `required_action` only while it waits. */
 export function toRunResponse(f: {
@@ -130,6 +135,7 @@ export function toRunResponse(f: {
   requestId: string;
   traceId: string;
   requiredAction?: RequiredAction;
+  incompleteReason?: IncompleteReason | null;
 }): RunResponse {
   return {
     id: f.id,
@@ -143,6 +149,7 @@ export function toRunResponse(f: {
     request_id: f.requestId,
     trace_id: f.traceId,
     ...(f.requiredAction && { required_action: f.requiredAction }),
+    ...(f.incompleteReason && { incomplete_details: { reason: f.incompleteReason } }),
   };
 }
 

@@ -73,6 +73,42 @@ describe('OpenAI SDK: chat completions', () => {
     await expectOneRun(api.url, t, id);
   });
 
+  it("says finish_reason length for an answer that stopped at its cap, plain and streamed, and the run says it is incomplete", async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ text: 'The list goes on and', truncated: true }, { chunks: ['And so ', 'on and'], truncated: true }]);
+    const completion = await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'List everything.' }] });
+    expect(completion.choices[0]).toMatchObject({ message: { content: 'The list goes on and' }, finish_reason: 'length' });
+    const run = await expectOneRun(api.url, t, completion.id);
+    expect(run).toMatchObject({ status: 'completed', incomplete_details: { reason: 'max_output_tokens' } });
+    let finish: string | null = null;
+    for await (const chunk of await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'Again.' }], stream: true })) finish = chunk.choices[0]?.finish_reason ?? finish;
+    expect(finish).toBe('length');
+  });
+
+  it("ends a stream with the calls of the agent's client-run tool, and streams the answer to them from there, in one run", async () => {
+    const lookup = { type: 'http', name: 'lookup', description: 'Look a word up', parameters: { type: 'object', properties: { word: { type: 'string' } } }, runs_on: 'client' };
+    const t = await tenant({ config: { tools: [lookup] } });
+    await scriptModel(t.model, [{ chunks: ['Let me ', 'look.'], toolCalls: [{ name: 'lookup', arguments: '{"word":"sea"}' }] }, { chunks: ['It means ', 'the ocean.'] }]);
+    const read = async (stream: AsyncIterable<OpenAI.ChatCompletionChunk>) => {
+      const chunks: OpenAI.ChatCompletionChunk[] = [];
+      for await (const chunk of stream) chunks.push(chunk);
+      return { chunks, text: chunks.map((c) => c.choices[0]?.delta.content ?? '').join(''), finish: chunks.at(-1)?.choices[0]?.finish_reason };
+    };
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'What does sea mean?' }];
+    const first = await read(await client(t).chat.completions.create({ model: t.agent, messages, stream: true }));
+    expect(first.finish).toBe('tool_calls');
+    const calls = first.chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
+    expect(calls).toEqual([{ index: 0, id: expect.stringMatching(/^run_.+\.call_/), type: 'function', function: { name: 'lookup', arguments: '{"word":"sea"}' } }]);
+    const answered = [...messages, { role: 'assistant' as const, content: null, tool_calls: [{ id: calls[0].id!, type: 'function' as const, function: { name: 'lookup', arguments: '{"word":"sea"}' } }] }, { role: 'tool' as const, tool_call_id: calls[0].id!, content: 'a large body of salt water' }];
+    const second = await read(await client(t).chat.completions.create({ model: t.agent, messages: answered, stream: true }));
+    // Only what the run did after the answer: the role first, then the new text.
+    expect(second.chunks[0].choices[0].delta).toMatchObject({ role: 'assistant' });
+    expect(second).toMatchObject({ text: 'It means the ocean.', finish: 'stop' });
+    expect(second.chunks.every((c) => c.id === first.chunks[0].id)).toBe(true);
+    await expectOneRun(api.url, t, first.chunks[0].id);
+    expect(await runsOf(t)).toBe(1);
+  });
+
   it('parses structured output with a zod schema through the same structured-output path', async () => {
     const t = await tenant();
     await scriptModel(t.model, [{ text: '{"city": "Paris", "population": 2100000}' }]);

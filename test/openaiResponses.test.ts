@@ -59,6 +59,18 @@ describe('OpenAI SDK: responses', () => {
     expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['response.output_item.added', 'response.content_part.added', 'response.output_text.done', 'response.output_item.done']));
   });
 
+  it('is incomplete when the answer stopped at its cap: status, incomplete_details and the terminal event', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ text: 'Cut off in the', truncated: true }, { chunks: ['Cut ', 'off'], truncated: true }]);
+    const openai = client(t);
+    const answer = await openai.responses.create({ model: t.agent, input: 'Go on forever.' });
+    expect(answer).toMatchObject({ status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output_text: 'Cut off in the' });
+    const events: { type: string; response?: { status: string } }[] = [];
+    for await (const event of await openai.responses.create({ model: t.agent, input: 'Again.', stream: true })) events.push(event as never);
+    expect(events.at(-1)).toMatchObject({ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } });
+    expect((await openai.responses.retrieve(answer.id)).status).toBe('incomplete');
+  });
+
   it('runs in the background: answered queued at once, polled to its end, its stream resumed after a sequence number', async () => {
     const t = await tenant({ scopes: SCOPES });
     await scriptModel(t.model, [{ chunks: ['Back', 'ground.'], hold: true }]);
@@ -74,13 +86,15 @@ describe('OpenAI SDK: responses', () => {
       return polled.status === 'completed' ? polled : undefined;
     }, 'the background response to complete');
     expect(done.output_text).toBe('Background.');
+    // Every read shows the time the response was created.
+    expect(done.created_at).toBe(queued.created_at);
     // The whole stream, then the same stream after its third event.
     const all: { sequence_number: number; type: string }[] = [];
     for await (const event of await openai.responses.retrieve(queued.id, { stream: true })) all.push(event as never);
     const rest: { sequence_number: number; type: string }[] = [];
     for await (const event of await openai.responses.retrieve(queued.id, { stream: true, starting_after: 2 })) rest.push(event as never);
     expect(rest).toEqual(all.slice(3));
-    expect(all.at(-1)!.type).toBe('response.completed');
+    expect(all.at(-1)).toMatchObject({ type: 'response.completed', response: { created_at: queued.created_at } });
     expect(await runsOf(t)).toBe(1);
   });
 

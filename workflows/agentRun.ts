@@ -14,7 +14,7 @@ import {
 import type * as activities from '../activities';
 import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
-import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
+import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type IncompleteReason, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, DEPENDENCY_RETRY_MAX_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from './timings';
 import { answerAction, turnEnded } from './agentRun.options';
@@ -169,6 +169,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   let usage: Usage = ZERO_USAGE;
   let usageEstimated = false;
   let historyOmitted = 0;
+  /** The reply that became the output stopped at its cap. */
+  let incomplete: IncompleteReason | undefined;
   let model = input.agent.config.model ?? 'default';
   const format = input.options.responseFormat;
 
@@ -403,13 +405,14 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       return { code: 'structured_output_failed', message: `The reply did not match the schema at: ${reply.check.paths.join(', ')}` };
     }
     // No tool calls are left and the reply passed: final.
+    if (reply.truncated) incomplete = 'max_output_tokens';
     return finalOutput(reply, format)!;
   }
 
   const settle = async (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) => {
     await cancelRecorded;
     return CancellationScope.nonCancellable(() =>
-      settleRun({ input, status, output, usage, usageEstimated, historyOmitted, model, toolNames, handoff, error, knowledge: passageRefs(), ...(input.turn && { turnNeverCame: !hadTurn }) }),
+      settleRun({ input, status, output, usage, usageEstimated, historyOmitted, incomplete, model, toolNames, handoff, error, knowledge: passageRefs(), ...(input.turn && { turnNeverCame: !hadTurn }) }),
     );
   };
 

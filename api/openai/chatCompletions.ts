@@ -1,5 +1,5 @@
 import { invalidRequest } from '../../domain/errors';
-import { hasPrefix } from '../../domain/ids';
+import { hasPrefix, mintedAtSeconds } from '../../domain/ids';
 import type { CallerExchange, OutputItem, ResponseFormat, RunOptions, RunResponse } from '../../domain/runs';
 import type { ToolCall } from '../../domain/tools';
 import { parseResponseFormat, type ExecutionRequest } from '../validation/runtimeInput';
@@ -96,7 +96,6 @@ function usageOf(run: RunResponse) {
   };
 }
 
-const created = () => Math.floor(Date.now() / 1000);
 
 /**
  * The tool calls a run waits on its caller to run (the agent's client-run tools), as OpenAI's. Each
@@ -131,14 +130,14 @@ export function chatCompletion(run: RunResponse, model: string) {
   return {
     id: run.id,
     object: 'chat.completion',
-    created: created(),
+    created: mintedAtSeconds(run.id),
     model,
     choices: [
       {
         index: 0,
         message: { role: 'assistant', ...message, ...(calls.length > 0 && { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) }) },
         logprobs: null,
-        finish_reason: calls.length > 0 ? 'tool_calls' : 'stop',
+        finish_reason: finishReason(run, calls),
       },
     ],
     usage: usageOf(run),
@@ -146,40 +145,57 @@ export function chatCompletion(run: RunResponse, model: string) {
   };
 }
 
+/** Why the answer ended: calls for its caller to run, its output cap (the answer unfinished), or its own end. */
+function finishReason(run: RunResponse, calls: unknown[]): 'tool_calls' | 'length' | 'stop' {
+  if (calls.length > 0) return 'tool_calls';
+  return run.incomplete_details ? 'length' : 'stop';
+}
+
 /**
  * A run's events as OpenAI's chat.completion.chunk stream: the role first, then each text delta; a
  * structured answer is sent whole from the completed run (a repair's deltas would repeat it); the end
  * is a chunk with its finish_reason, the usage when asked for (stream_options.include_usage), and
- * `[DONE]`. A failure is an `error` event in OpenAI's shape, which the SDKs raise.
+ * `[DONE]`; a run that waits on its caller's tools ends so too, with the calls. A failure is an
+ * `error` event in OpenAI's shape, which the SDKs raise.
  */
 export function chatChunks(runId: () => string, model: string, includeUsage: boolean, structured: boolean): StreamWire {
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => data({ id: runId(), object: 'chat.completion.chunk', created: created(), model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) => data({ id: runId(), object: 'chat.completion.chunk', created: mintedAtSeconds(runId()), model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+  // The role comes first, also on a continued run's stream (which has no response.started of its own).
+  let started = false;
+  const start = () => {
+    if (started) return '';
+    started = true;
+    return chunk({ role: 'assistant', content: '' });
+  };
+  const end = (run: RunResponse) => {
+    const calls = toolCallsOf(run);
+    const { content, refusal } = messageOf(run.output);
+    const body = [
+      start(),
+      ...(structured && content ? [chunk({ content })] : []),
+      ...(refusal ? [chunk({ refusal })] : []),
+      ...(calls.length > 0 ? [chunk({ tool_calls: calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) })] : []),
+      chunk({}, finishReason(run, calls)),
+      ...(includeUsage ? [data({ id: runId(), object: 'chat.completion.chunk', created: mintedAtSeconds(runId()), model, choices: [], usage: usageOf(run) })] : []),
+    ];
+    return body.join('') + 'data: [DONE]\n\n';
+  };
   return {
     frame(type, raw) {
-      if (type === 'response.started') return chunk({ role: 'assistant', content: '' });
+      if (type === 'response.started') return start();
       if (type === 'response.output_text.delta' && !structured) {
         const delta = JSON.parse(raw) as { delta: string; reset?: boolean };
-        return delta.delta ? chunk({ content: delta.delta }) : '';
+        return delta.delta ? start() + chunk({ content: delta.delta }) : '';
       }
-      if (type === 'response.completed' || type === 'response.cancelled') {
-        const run = JSON.parse(raw) as RunResponse;
-        const calls = toolCallsOf(run);
-        const { content, refusal } = messageOf(run.output);
-        const body = [
-          ...(structured && content ? [chunk({ content })] : []),
-          ...(refusal ? [chunk({ refusal })] : []),
-          ...(calls.length > 0 ? [chunk({ tool_calls: calls.map((c, index) => ({ index, id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) })] : []),
-          chunk({}, calls.length > 0 ? 'tool_calls' : 'stop'),
-          ...(includeUsage ? [data({ id: runId(), object: 'chat.completion.chunk', created: created(), model, choices: [], usage: usageOf(run) })] : []),
-        ];
-        return body.join('') + 'data: [DONE]\n\n';
-      }
+      if (type === 'response.completed' || type === 'response.cancelled') return end(JSON.parse(raw) as RunResponse);
       if (type === 'response.failed') {
         const failed = JSON.parse(raw) as { error: { code: Parameters<typeof openAiErrorBody>[0]['code']; message: string } };
         return data(openAiErrorBody(failed.error));
       }
       return '';
     },
+    // The calls for the caller to run end the chunks, as OpenAI's do: the caller answers them with a new request.
+    waiting: end,
   };
 }
 

@@ -1,4 +1,5 @@
 import { invalidRequest, type ErrorCode, type RunStatus } from '../../domain/errors';
+import { mintedAtSeconds } from '../../domain/ids';
 import type { CallerExchange, OutputItem, RunResponse } from '../../domain/runs';
 import type { StreamWire } from '../streaming';
 import type { ChatMessageIn, ResponseBody } from '../routes/v1/schema';
@@ -50,14 +51,14 @@ function contentOf(item: OutputItem) {
 }
 
 /** A run as OpenAI's response object; `model` as the request named the agent. */
-export function responseObject(run: RunResponse, o: { model: string; createdAt?: number; previousResponseId?: string | null; store: boolean; background: boolean; error?: { code: ErrorCode; message: string } }) {
+export function responseObject(run: RunResponse, o: { model: string; previousResponseId?: string | null; store: boolean; background: boolean; error?: { code: ErrorCode; message: string } }) {
   const output = outputOf(run);
   const text = run.output.map((item) => (item.type === 'json' ? JSON.stringify(item.json) : item.type === 'refusal' ? '' : item.text)).join('');
   return {
     id: run.id,
     object: 'response',
-    created_at: o.createdAt ?? Math.floor(Date.now() / 1000),
-    status: run.required_action ? 'completed' : STATUS[run.status],
+    created_at: mintedAtSeconds(run.id),
+    status: run.required_action ? 'completed' : run.incomplete_details ? 'incomplete' : STATUS[run.status],
     model: o.model,
     output,
     output_text: text,
@@ -69,7 +70,7 @@ export function responseObject(run: RunResponse, o: { model: string; createdAt?:
       total_tokens: run.usage.total_tokens,
     },
     error: o.error ? { code: o.error.code, message: o.error.message } : null,
-    incomplete_details: null,
+    incomplete_details: run.incomplete_details ?? null,
     instructions: null,
     metadata: run.metadata,
     previous_response_id: o.previousResponseId ?? null,
@@ -85,13 +86,15 @@ export function responseObject(run: RunResponse, o: { model: string; createdAt?:
 /**
  * A run's events as the Responses API's: `response.created` and `response.in_progress`, the message
  * item and its text part opened with the first text, each `response.output_text.delta`, then the
- * text's, part's and item's `done` events and `response.completed` (or `response.failed`,
- * `response.cancelled`). Each carries a `sequence_number` from 0, the same on every replay of the
- * run's stream, so a client resumes after one with `starting_after` (events up to it are skipped).
+ * text's, part's and item's `done` events and `response.completed` (or `response.incomplete`,
+ * `response.failed`, `response.cancelled`). A run that waits on its caller's tools ends so too, its
+ * function calls as items. Each event carries a `sequence_number` from 0, the same on every replay of
+ * the run's stream, so a client resumes after one with `starting_after` (events up to it are skipped).
  */
 export function responseEvents(o: { runId: () => string; model: string; store: boolean; background: boolean; structured: boolean; startingAfter?: number }): StreamWire {
   let sequence = -1;
   let text = '';
+  let started = false;
   let opened = false;
   const event = (type: string, payload: Record<string, unknown>) => {
     sequence += 1;
@@ -99,7 +102,14 @@ export function responseEvents(o: { runId: () => string; model: string; store: b
     return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence, ...payload })}\n\n`;
   };
   const itemId = () => `msg_${o.runId()}`;
-  const shell = (status: string) => ({ id: o.runId(), object: 'response', status, model: o.model, output: [], store: o.store, background: o.background });
+  const shown = { model: o.model, store: o.store, background: o.background };
+  const shell = (status: string) => ({ id: o.runId(), object: 'response', created_at: mintedAtSeconds(o.runId()), status, model: o.model, output: [], store: o.store, background: o.background });
+  // Also on a continued run's stream, which has no response.started of its own.
+  const start = () => {
+    if (started) return '';
+    started = true;
+    return event('response.created', { response: shell('in_progress') }) + event('response.in_progress', { response: shell('in_progress') });
+  };
   const open = () => {
     if (opened) return '';
     opened = true;
@@ -108,41 +118,42 @@ export function responseEvents(o: { runId: () => string; model: string; store: b
       event('response.content_part.added', { item_id: itemId(), output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } })
     );
   };
-  const close = (run: RunResponse) => {
-    const object = responseObject(run, { model: o.model, store: o.store, background: o.background });
-    const message = (object.output as { type: string }[]).find((item) => item.type === 'message');
-    if (!message) return '';
-    const whole = object.output_text;
+  const closeMessage = (message: unknown, whole: string) =>
+    open() +
+    (o.structured || text === '' ? (whole ? event('response.output_text.delta', { item_id: itemId(), output_index: 0, content_index: 0, delta: whole }) : '') : '') +
+    event('response.output_text.done', { item_id: itemId(), output_index: 0, content_index: 0, text: whole }) +
+    event('response.content_part.done', { item_id: itemId(), output_index: 0, content_index: 0, part: { type: 'output_text', text: whole, annotations: [] } }) +
+    event('response.output_item.done', { output_index: 0, item: message });
+  const end = (run: RunResponse) => {
+    const response = responseObject(run, shown);
+    const items = response.output as { type: string }[];
+    const message = items.find((item) => item.type === 'message');
+    const calls = items.filter((item) => item.type === 'function_call');
     return (
-      open() +
-      (o.structured || text === '' ? (whole ? event('response.output_text.delta', { item_id: itemId(), output_index: 0, content_index: 0, delta: whole }) : '') : '') +
-      event('response.output_text.done', { item_id: itemId(), output_index: 0, content_index: 0, text: whole }) +
-      event('response.content_part.done', { item_id: itemId(), output_index: 0, content_index: 0, part: { type: 'output_text', text: whole, annotations: [] } }) +
-      event('response.output_item.done', { output_index: 0, item: message })
+      start() +
+      (message ? closeMessage(message, response.output_text) : '') +
+      calls.map((item, i) => event('response.output_item.added', { output_index: i, item: { ...item, status: 'in_progress' } }) + event('response.output_item.done', { output_index: i, item })).join('') +
+      event(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response })
     );
   };
   return {
     frame(type, raw) {
-      if (type === 'response.started') return event('response.created', { response: shell('in_progress') }) + event('response.in_progress', { response: shell('in_progress') });
+      if (type === 'response.started') return start();
       if (type === 'response.output_text.delta' && !o.structured) {
         const { delta } = JSON.parse(raw) as { delta: string };
         if (!delta) return '';
         text += delta;
-        return open() + event('response.output_text.delta', { item_id: itemId(), output_index: 0, content_index: 0, delta });
+        return start() + open() + event('response.output_text.delta', { item_id: itemId(), output_index: 0, content_index: 0, delta });
       }
-      if (type === 'response.completed') {
-        const run = JSON.parse(raw) as RunResponse;
-        return close(run) + event('response.completed', { response: responseObject(run, { model: o.model, store: o.store, background: o.background }) });
-      }
-      if (type === 'response.cancelled') {
-        const run = JSON.parse(raw) as RunResponse;
-        return event('response.cancelled', { response: responseObject(run, { model: o.model, store: o.store, background: o.background }) });
-      }
+      if (type === 'response.completed') return end(JSON.parse(raw) as RunResponse);
+      if (type === 'response.cancelled') return start() + event('response.cancelled', { response: responseObject(JSON.parse(raw) as RunResponse, shown) });
       if (type === 'response.failed') {
         const failed = JSON.parse(raw) as { error: { code: ErrorCode; message: string } };
-        return event('response.failed', { response: { ...shell('failed'), error: { code: failed.error.code, message: failed.error.message } } });
+        return start() + event('response.failed', { response: { ...shell('failed'), error: { code: failed.error.code, message: failed.error.message } } });
       }
       return '';
     },
+    // The function calls for the caller to run end the events: the caller answers them with a new request.
+    waiting: end,
   };
 }

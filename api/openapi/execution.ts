@@ -27,8 +27,12 @@ export const executionSchemas: Record<string, JsonSchema> = {
       request_id: publicId('request'),
       trace_id: string({ pattern: '^[0-9a-f]{32}$', description: 'W3C trace id.' }),
       required_action: ref('RequiredAction'),
+      incomplete_details: closed(
+        { reason: constant('max_output_tokens') },
+        { description: 'Beyond the spec: only on a completed run whose answer stopped at its output cap (the agent\'s `max_output_tokens`, or the model\'s window), so the answer is unfinished. OpenAI\'s shape; /v1 says `finish_reason: length` and `status: incomplete`.' },
+      ),
     },
-    { optional: ['conversation', 'required_action'], description: 'The run response object.' },
+    { optional: ['conversation', 'required_action', 'incomplete_details'], description: 'The run response object.' },
   ),
   RequiredCall: closed(
     {

@@ -39,7 +39,7 @@ export const v1: Resource = {
               { optional: ['tool_calls'] },
             ),
             logprobs: { type: 'null' },
-            finish_reason: { type: 'string', enum: ['stop', 'tool_calls'] },
+            finish_reason: { type: 'string', enum: ['stop', 'length', 'tool_calls'], description: '`length`: the answer stopped at its output cap, unfinished.' },
           }),
         },
         usage: closed({
@@ -54,14 +54,15 @@ export const v1: Resource = {
     ),
     Response: {
       type: 'object',
-      description: "A run as OpenAI's response object: `id` is the run's, `status` from the run's (`queued`, `in_progress`, `completed`, `failed`, `cancelled`), `output` one assistant message (or the function calls of the agent's client-run tools), `usage` with cached tokens.",
+      description: "A run as OpenAI's response object: `id` is the run's, `status` from the run's (`queued`, `in_progress`, `completed`, `failed`, `cancelled`; `incomplete` when the answer stopped at its output cap, with `incomplete_details`), `output` one assistant message (or the function calls of the agent's client-run tools), `usage` with cached tokens.",
       required: ['id', 'object', 'created_at', 'status', 'model', 'output', 'usage'],
       properties: {
         id: string({ description: 'The run id (`run_…`).' }),
         object: constant('response'),
         created_at: integer(),
-        status: { type: 'string', enum: ['queued', 'in_progress', 'completed', 'failed', 'cancelled'] },
+        status: { type: 'string', enum: ['queued', 'in_progress', 'completed', 'incomplete', 'failed', 'cancelled'] },
         model: string(),
+        incomplete_details: orNull({ type: 'object', properties: { reason: constant('max_output_tokens') } }),
         output: { type: 'array', items: { type: 'object' } },
         output_text: string(),
         usage: { type: 'object' },

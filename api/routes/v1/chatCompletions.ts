@@ -1,5 +1,4 @@
 import Router from '@koa/router';
-import { invalidRequest } from '../../../domain/errors';
 import type { RunResponse } from '../../../domain/runs';
 import { checkDeclaredTools } from '../../openai/declaredTools';
 import { continueRun, execute } from '../../execution';
@@ -24,18 +23,17 @@ export function chatCompletionsRoutes(router: Router<AppState>): void {
       const workspace = workspaceOf(ctx.state.principal);
       const agentPublicId = await agentOfModel(workspace.id, body.model);
       await checkDeclaredTools(workspace.id, agentPublicId, (body.tools ?? []).map((t) => t.function.name));
+      const options = chatOptions(body);
+      const wire = options.stream ? chatChunks(() => ctx.state.runId ?? '', body.model, body.stream_options?.include_usage === true, options.responseFormat.type !== 'text') : undefined;
       // Tool messages that answer calls the service gave out continue that run: the caller ran the agent's client-run tools.
       const answered = toolOutputsOf(body.messages);
       if (answered) {
-        if (body.stream) throw invalidRequest('stream is not available when answering tool calls: send the tool messages without it.', 'stream');
-        await continueRun(ctx, answered.runId, answered.outputs, chatOptions(body));
-        return answerAsCompletion(ctx, body.model);
+        await continueRun(ctx, answered.runId, answered.outputs, options, { wire });
+        if (!wire) answerAsCompletion(ctx, body.model);
+        return;
       }
       const request = chatExecutionRequest(body);
-      if (request.options.stream) {
-        const wire = chatChunks(() => ctx.state.runId ?? '', body.model, body.stream_options?.include_usage === true, request.options.responseFormat.type !== 'text');
-        return execute(ctx, request, { kind: 'response', agentPublicId }, { wire });
-      }
+      if (wire) return execute(ctx, request, { kind: 'response', agentPublicId }, { wire });
       await execute(ctx, request, { kind: 'response', agentPublicId });
       answerAsCompletion(ctx, body.model);
     },

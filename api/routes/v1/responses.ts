@@ -80,11 +80,13 @@ export function responsesV1Routes(router: Router<AppState>): void {
       const background = body.background === true;
       const shown = { model: body.model, store, background, previousResponseId: body.previous_response_id ?? null };
       // Function call outputs for calls the service gave out continue that run: the caller ran the agent's client-run tools.
+      const stream = body.stream === true;
       const answered = toolOutputsOf(inputMessages(body));
       if (answered) {
-        if (body.stream) throw invalidRequest('stream is not available when answering function calls: send the outputs without it.', 'stream');
-        await continueRun(ctx, answered.runId, answered.outputs, { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: V1_TIMEOUT_MS, responseFormat: { type: 'text' } });
-        return answerAsResponse(ctx, shown);
+        const wire = stream ? responseEvents({ runId: () => answered.runId, ...shown, structured: false }) : undefined;
+        await continueRun(ctx, answered.runId, answered.outputs, { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: { type: 'text' } }, { wire });
+        if (!wire) answerAsResponse(ctx, shown);
+        return;
       }
       if (background && !store) throw invalidRequest('background needs store: a response run in the background is read back afterwards.', 'background');
       // A stored response is a turn of a conversation: its exchange is kept, as messages are.
@@ -92,7 +94,6 @@ export function responsesV1Routes(router: Router<AppState>): void {
       const continuing = Boolean(body.previous_response_id || body.conversation);
       const { input, exchange } = responseExchange(body, continuing);
       const format = responseFormatOf(body.text?.format ? { type: body.text.format.type, json_schema: body.text.format } : undefined);
-      const stream = body.stream === true;
       const request = {
         externalRef: body.user,
         input,
