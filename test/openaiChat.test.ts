@@ -3,7 +3,7 @@ import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { DEFAULT_INSTRUCTIONS } from '../domain/agents';
 import { providerRequests, scriptModel, tenant, type Tenant, useApi } from './support/stack';
-import { expectOneRun, runsOf } from './support/v2Side';
+import { expectOneRun, recordedRuns, runsOf } from './support/v2Side';
 
 /**
  * The `/v1` surface driven by OpenAI's own Node SDK, as its documentation shows it, pointed at this
@@ -34,7 +34,7 @@ describe('OpenAI SDK: chat completions', () => {
   it("sends the exchange as the run's history, the caller's system message after the agent's instructions", async () => {
     const t = await tenant({ config: { instructions: 'You are the shop assistant.' } });
     await scriptModel(t.model, [{ text: 'Your order ships today.' }]);
-    await client(t).chat.completions.create({
+    const completion = await client(t).chat.completions.create({
       model: t.agent,
       messages: [
         { role: 'system', content: 'Answer in English.' },
@@ -51,6 +51,7 @@ describe('OpenAI SDK: chat completions', () => {
       { role: 'assistant', content: 'Thanks, I see it.' },
       { role: 'user', content: 'When does it ship?' },
     ]);
+    await expectOneRun(api.url, t, completion.id);
   });
 
   it('streams chunks whose deltas add up to the answer, then the usage, then [DONE]', async () => {
@@ -125,6 +126,7 @@ describe('OpenAI SDK: chat completions', () => {
     await scriptModel(t.model, [{ refusal: "I can't help with that." }]);
     const completion = await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'Something forbidden.' }] });
     expect(completion.choices[0].message).toMatchObject({ content: null, refusal: "I can't help with that." });
+    await expectOneRun(api.url, t, completion.id);
   });
 
   it('never starts a second run for a retried request with the same Idempotency-Key', async () => {
@@ -147,6 +149,7 @@ describe('OpenAI SDK: models', () => {
     expect(listed).toEqual([{ id: t.agent, object: 'model', created: expect.any(Number), owned_by: t.workspace, name: 'agent' }]);
     expect(await openai.models.retrieve(t.agent)).toMatchObject({ id: t.agent, object: 'model' });
     expect(await openai.models.retrieve('agent')).toMatchObject({ id: t.agent });
+    expect(await runsOf(t)).toBe(0);
   });
 
   it('runs the agent named by its name', async () => {
@@ -154,6 +157,7 @@ describe('OpenAI SDK: models', () => {
     await scriptModel(t.model, [{ text: 'By name.' }]);
     const completion = await client(t).chat.completions.create({ model: 'agent', messages: [{ role: 'user', content: 'hi' }] });
     expect(completion.choices[0].message.content).toBe('By name.');
+    await expectOneRun(api.url, t, completion.id);
   });
 });
 
@@ -175,6 +179,8 @@ describe('OpenAI SDK: errors', () => {
     await expect(
       openai.chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'delete_everything', parameters: {} } }] }),
     ).rejects.toMatchObject({ status: 400, param: 'tools' });
+    // Only the one accepted request ran.
+    expect(await runsOf(t)).toBe(1);
   });
 
   it('answers a workspace that cannot pay 402 in the same shape', async () => {
@@ -186,13 +192,16 @@ describe('OpenAI SDK: errors', () => {
   it('fails a run whose provider fails as OpenAI does, a 502 the SDK raises', async () => {
     const t = await tenant();
     await scriptModel(t.model, [{ status: 400 }]);
-    await expect(client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 502, code: 'provider_unavailable', type: 'server_error' });
+    const failed = client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }] });
+    await expect(failed).rejects.toMatchObject({ status: 502, code: 'provider_unavailable', type: 'server_error' });
+    expect(await recordedRuns(t)).toEqual([{ status: 'failed', error_code: 'provider_unavailable' }]);
   });
 
   it('keeps the default instructions for an agent without its own', async () => {
     const t = await tenant();
     await scriptModel(t.model, [{ text: 'ok' }]);
-    await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }] });
+    const completion = await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'hi' }] });
     expect((await providerRequests(t.model))[0].body.messages[0]).toEqual({ role: 'system', content: DEFAULT_INSTRUCTIONS });
+    await expectOneRun(api.url, t, completion.id);
   });
 });

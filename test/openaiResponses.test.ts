@@ -57,6 +57,7 @@ describe('OpenAI SDK: responses', () => {
     expect(events.at(-1)!.type).toBe('response.completed');
     expect(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')).toBe('Streamed text.');
     expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['response.output_item.added', 'response.content_part.added', 'response.output_text.done', 'response.output_item.done']));
+    await expectOneRun(api.url, t, (events.at(-1) as unknown as { response: { id: string } }).response.id, 'message');
   });
 
   it('is incomplete when the answer stopped at its cap: status, incomplete_details and the terminal event', async () => {
@@ -69,6 +70,8 @@ describe('OpenAI SDK: responses', () => {
     for await (const event of await openai.responses.create({ model: t.agent, input: 'Again.', stream: true })) events.push(event as never);
     expect(events.at(-1)).toMatchObject({ type: 'response.incomplete', response: { status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' } } });
     expect((await openai.responses.retrieve(answer.id)).status).toBe('incomplete');
+    expect((await expectOneRun(api.url, t, answer.id, 'message')).incomplete_details).toEqual({ reason: 'max_output_tokens' });
+    expect(await runsOf(t)).toBe(2);
   });
 
   it('runs in the background: answered queued at once, polled to its end, its stream resumed after a sequence number', async () => {
