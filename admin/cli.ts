@@ -24,6 +24,9 @@ const USAGE = `usage: admin <command> [options]
   agent set-status --agent ID --status S
   member create --workspace ID --email E [--role owner|developer|viewer]   (prints a one-time set-up link for the dashboard)
   member revoke --id MEMBER_ID   (ends their dashboard sessions and OAuth grants and tokens)
+  secret set --workspace ID --name NAME --value VALUE   (sealed at rest; prints {"name":…}, never the value)
+  secret list --workspace ID   (names and times, never values)
+  secret delete --workspace ID --name NAME
   job watch --job ID   (a progress bar on stderr until the job ends; its record on stdout)`;
 
 const OPTIONS = {
@@ -45,6 +48,7 @@ const OPTIONS = {
   'webhook-rate': { type: 'string' },
   email: { type: 'string' },
   role: { type: 'string' },
+  value: { type: 'string' },
 } as const;
 
 type Values = Partial<Record<keyof typeof OPTIONS, string>>;
@@ -103,6 +107,15 @@ async function run(argv: string[]): Promise<unknown> {
     case 'agent set-status':
       required(v, 'agent', 'status');
       return admin.setAgentStatus({ agent: v.agent!, status: v.status! });
+    case 'secret set':
+      required(v, 'workspace', 'name', 'value');
+      return admin.setSecret({ workspace: v.workspace!, name: v.name!, value: v.value! });
+    case 'secret list':
+      required(v, 'workspace');
+      return admin.listSecrets({ workspace: v.workspace! });
+    case 'secret delete':
+      required(v, 'workspace', 'name');
+      return admin.deleteSecret({ workspace: v.workspace!, name: v.name! });
     case 'scope list':
       return admin.listScopes();
     case 'job watch':

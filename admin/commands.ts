@@ -9,6 +9,8 @@ import { creditWorkspace as addCredits, findWorkspace, insertWorkspace } from '.
 import { parseAgentConfig } from '../api/validation/agentConfig';
 import { ROLES, SETUP_TTL_MS, isRole, secretToken, tokenHash } from '../domain/members';
 import { insertMember, revokeMember as writeMemberRevocation } from '../db/members';
+import { deleteSecret as removeSecret, listSecrets as workspaceSecrets, putSecret } from '../db/workspaceSecrets';
+import { isSecretName, isSecretValue, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE } from '../domain/secrets';
 import { revokeAccount } from '../db/oauthModels';
 import { transaction } from '../db/sql';
 import { config } from '../infra/config';
@@ -167,6 +169,31 @@ export async function revokeMember(o: { id: string }) {
     return { member, oauthRows: await revokeAccount(member.publicId, sql) };
   });
   return { id: member.publicId, revoked_at: member.revokedAt.toISOString(), oauth_rows_deleted: oauthRows };
+}
+
+/**
+ * Sets a workspace secret (a credential agents' tools use, named in agent config by `credential`), or
+ * replaces its value: sealed at rest, and never printed (DESIGN.md §3: `{"name":"NAME"}` only).
+ */
+export async function setSecret(o: { workspace: string; name: string; value: string }) {
+  const workspace = await workspaceById(o.workspace);
+  if (!isSecretName(o.name)) throw new AdminError(`--${SECRET_NAME_MESSAGE}`);
+  if (!isSecretValue(o.value)) throw new AdminError(`--${SECRET_VALUE_MESSAGE}`);
+  await putSecret(workspace.id, o.name, o.value);
+  return { name: o.name };
+}
+
+/** The workspace's secrets by name, with their times; never a value. */
+export async function listSecrets(o: { workspace: string }) {
+  const workspace = await workspaceById(o.workspace);
+  const secrets = await workspaceSecrets(workspace.id);
+  return { workspace: workspace.publicId, secrets: secrets.map((s) => ({ name: s.name, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() })) };
+}
+
+export async function deleteSecret(o: { workspace: string; name: string }) {
+  const workspace = await workspaceById(o.workspace);
+  if (!(await removeSecret(workspace.id, o.name))) throw new AdminError(`no secret "${o.name}" in workspace "${workspace.publicId}"`);
+  return { name: o.name, deleted: true };
 }
 
 /** The whole scope registry (DESIGN.md §3), `ops:` ones included, so clients can grant scopes without guessing names. */

@@ -20,6 +20,7 @@ import { documentTransfersRoutes } from './routes/documentTransfers/documentTran
 import { extractionsRoutes } from './routes/extractions/extractions';
 import { jobsRoutes } from './routes/jobs/jobs';
 import { schedulesRoutes } from './routes/schedules/schedules';
+import { secretsRoutes } from './routes/secrets/secrets';
 import { knowledgeRoutes } from './routes/knowledge/knowledge';
 import { reportsRoutes } from './routes/reports/reports';
 import { healthRoutes } from './routes/health/health';
@@ -54,6 +55,7 @@ function routers(): { rawBody: Router<AppState>; json: Router<AppState> } {
   extractionsRoutes(router);
   jobsRoutes(router);
   schedulesRoutes(router);
+  secretsRoutes(router);
   webhooksRoutes(router);
   partnerWebhooksRoutes(router);
   openapiRoutes(router);

@@ -1,5 +1,5 @@
 /**
- * The scope registry: 44 names, matched exactly (no hierarchy, no wildcard). The first 21 are the
+ * The scope registry: 47 names, matched exactly (no hierarchy, no wildcard). The first 21 are the
  * ones the spec names; the rest cover the endpoints it lists; `ops:` scopes are staff-only and are
  * never granted to customer keys.
  */
@@ -47,6 +47,9 @@ export const SCOPES = [
   // beyond the spec: runs on a schedule
   'schedules:read',
   'schedules:write',
+  // beyond the spec: workspace secrets (credentials agents' tools use): list their names; set and delete them (no scope reads a value)
+  'secrets:read',
+  'secrets:write',
   // beyond the spec: decide on tool calls that wait for approval, without being able to run agents
   'actions:approve',
   // staff only

@@ -69,11 +69,11 @@ describe('a database error while resolving a conversation', () => {
 });
 
 describe('admin scope list', () => {
-  it('prints the whole registry of 45 names, ops: ones included', () => {
+  it('prints the whole registry of 47 names, ops: ones included', () => {
     const out = execFileSync(process.execPath, [path.join(__dirname, '../dist/admin/cli.js'), 'scope', 'list'], { encoding: 'utf8' });
     const { scopes } = JSON.parse(out) as { scopes: string[] };
-    expect(scopes).toHaveLength(45);
-    expect(new Set(scopes).size).toBe(45);
+    expect(scopes).toHaveLength(47);
+    expect(new Set(scopes).size).toBe(47);
     expect(scopes).toEqual(expect.arrayContaining(['agents:run', 'responses:create', 'logs:read', 'mcp:connect', 'actions:approve', 'ops:read']));
   });
 });

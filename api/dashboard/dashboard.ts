@@ -7,6 +7,7 @@ import { activityPages } from './pages/activity';
 import { agentPages } from './pages/agents';
 import { keyPages } from './pages/keys';
 import { runPages } from './pages/run';
+import { secretPages } from './pages/secrets';
 import { signInPages } from './pages/signIn';
 import { usagePages } from './pages/usage';
 
@@ -27,6 +28,7 @@ export function dashboardRouter(): Router<PageState> {
   signInPages(router);
   usagePages(router);
   keyPages(router);
+  secretPages(router);
   agentPages(router);
   activityPages(router);
   runPages(router);

@@ -12,6 +12,7 @@ import { extractions } from './paths/extractions';
 import { health } from './paths/health';
 import { jobs } from './paths/jobs';
 import { schedules } from './paths/schedules';
+import { secrets } from './paths/secrets';
 import { knowledge } from './paths/knowledge';
 import { logs } from './paths/logs';
 import { mcp } from './paths/mcp';
@@ -28,7 +29,7 @@ import { securitySchemes } from './security';
 import { webhooks } from './webhooks';
 
 /** One module per route folder (api/routes/<r>/), in the order the reference lists them. */
-const RESOURCES: Resource[] = [responses, agents, conversations, runs, documents, documentTransfers, knowledge, reports, extractions, jobs, schedules, logs, usage, catalogue, partnerWebhooks, mcp, health, metrics, codec, openapi, v1];
+const RESOURCES: Resource[] = [responses, agents, conversations, runs, documents, documentTransfers, knowledge, reports, extractions, jobs, schedules, secrets, logs, usage, catalogue, partnerWebhooks, mcp, health, metrics, codec, openapi, v1];
 
 const TAGS = [
   { name: 'Execution', description: 'Run an agent: statelessly, on a structured payload, or in a conversation; as JSON or as an event stream.' },
@@ -42,6 +43,7 @@ const TAGS = [
   { name: 'Extractions', description: 'Structured data drawn from a document.' },
   { name: 'Jobs', description: 'Queued work over many items.' },
   { name: 'Schedules', description: 'Runs on a cron expression or an interval (beyond the spec).' },
+  { name: 'Secrets', description: 'Credentials agents\' tools use, sealed at rest; set and listed by name, never read back (beyond the spec).' },
   { name: 'Logs', description: 'Execution metadata, never transcript content.' },
   { name: 'Usage', description: 'The credit balance and what was billed.' },
   { name: 'Partner webhooks', description: 'A partner\'s webhook endpoints and their deliveries (v1 paths, partner keys).' },

@@ -1,0 +1,33 @@
+import * as yup from 'yup';
+import { isSecretValue, MAX_SECRET_BYTES, SECRET_NAME, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE } from '../../../domain/secrets';
+import { about } from '../../validation/about';
+
+// No message here may carry the value: yup's default ones print it (`…but the final value was: …`).
+const secretParams = yup.object({
+  name: yup.string().required(SECRET_NAME_MESSAGE).matches(SECRET_NAME, SECRET_NAME_MESSAGE).meta(about('The secret\'s name, as agent config names it (`credential`).')),
+});
+
+const putSecret = yup
+  .object({
+    value: yup
+      .string()
+      .typeError(SECRET_VALUE_MESSAGE)
+      .nonNullable(SECRET_VALUE_MESSAGE)
+      .required(SECRET_VALUE_MESSAGE)
+      .test('bytes', SECRET_VALUE_MESSAGE, (v) => v === undefined || isSecretValue(v))
+      .meta({
+        jsonSchema: {
+          maxLength: MAX_SECRET_BYTES,
+          writeOnly: true,
+          description: `The credential (a bearer token), at most ${MAX_SECRET_BYTES} bytes as UTF-8. Sealed at rest; never returned, logged or shown again.`,
+        },
+      }),
+  })
+  .noUnknown(true, 'unknown key: ${unknown} (a secret takes only value)')
+  .strict();
+
+/** PUT /api/v2/secrets/{name}: `{"value": …}`, setting the secret or replacing its value. */
+export const PutSecret = { params: secretParams, body: putSecret };
+
+/** DELETE /api/v2/secrets/{name}. */
+export const DeleteSecret = { params: secretParams };

@@ -1,0 +1,81 @@
+import { isSealed, keyRing, open, seal, sealedKeyId, type KeyRing } from '../infra/encryption';
+import { isSecretName, isSecretValue, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE, type SecretView } from '../domain/secrets';
+import { sql, statement, type Sql } from './sql';
+
+/**
+ * workspace_secrets (migration 0031): credentials an agent's tools use, sealed at rest with the payload
+ * codec's key ring (the service must send them, so they cannot be stored as hashes the way keys are).
+ * Nothing here returns a value except openSecret; no statement's text or error carries one.
+ */
+
+const VIEW = 'name, created_at, updated_at';
+
+const PUT = statement(
+  `INSERT INTO workspace_secrets (workspace_id, name, sealed) VALUES ($1, $2, $3)
+   ON CONFLICT (workspace_id, name) DO UPDATE SET sealed = EXCLUDED.sealed, updated_at = now()
+   RETURNING ${VIEW}`,
+);
+const SEALED = statement('SELECT sealed FROM workspace_secrets WHERE workspace_id = $1 AND name = $2');
+// By code point, whatever the database's collation: the same order on every deployment.
+const LIST = statement(`SELECT ${VIEW} FROM workspace_secrets WHERE workspace_id = $1 ORDER BY name COLLATE "C"`);
+const DELETE = statement('DELETE FROM workspace_secrets WHERE workspace_id = $1 AND name = $2');
+
+/** Sets the workspace's secret `name`, replacing its value if it has one: its name and times (never the value). */
+export async function putSecret(workspaceId: number, name: string, value: string, on: Sql = sql): Promise<SecretView> {
+  // The callers validate first (400 / a CLI error); this keeps a value that slipped past out of the table, without echoing it.
+  if (!isSecretName(name)) throw new Error(SECRET_NAME_MESSAGE);
+  if (!isSecretValue(value)) throw new Error(SECRET_VALUE_MESSAGE);
+  const [row] = await on.rows<SecretView>(PUT, [workspaceId, name, seal(Buffer.from(value, 'utf8'))]);
+  return row;
+}
+
+/** The plaintext of the workspace's secret `name`; undefined when it has none (another workspace's is never found). */
+export async function openSecret(workspaceId: number, name: string, on: Sql = sql): Promise<string | undefined> {
+  const [row] = await on.rows<{ sealed: Buffer }>(SEALED, [workspaceId, name]);
+  return row && open(row.sealed).toString('utf8');
+}
+
+/** The workspace's secrets by name: names and times, never values. */
+export function listSecrets(workspaceId: number, on: Sql = sql): Promise<SecretView[]> {
+  return on.rows<SecretView>(LIST, [workspaceId]);
+}
+
+/** Whether the workspace had a secret `name` (now deleted). */
+export async function deleteSecret(workspaceId: number, name: string, on: Sql = sql): Promise<boolean> {
+  return (await on.rowCount(DELETE, [workspaceId, name])) === 1;
+}
+
+const SEALED_PAGE = statement(
+  `SELECT s.id, s.name, s.sealed, w.public_id AS workspace
+     FROM workspace_secrets s JOIN workspaces w ON w.id = s.workspace_id
+    WHERE s.id > $1 ORDER BY s.id LIMIT $2`,
+);
+// Only if unchanged since it was read: a put meanwhile wrote a value sealed with the active key already.
+const RESEALED = statement('UPDATE workspace_secrets SET sealed = $2 WHERE id = $1 AND sealed = $3');
+
+/**
+ * Re-seals, under the active key, every secret that another key of the ring sealed (or that was
+ * stored unsealed, which open() passes through), so that the older
+ * keys can leave the ring (as resealEndpointSecrets does for webhook endpoint secrets; the worker runs
+ * both at start): how many were re-sealed, and the secrets no key of the ring opens (`ws_…/NAME`: their
+ * tools cannot authenticate until that key is back, or the secret is set again).
+ */
+export async function resealWorkspaceSecrets(keys: KeyRing = keyRing(), on: Sql = sql): Promise<{ resealed: number; unopenable: string[] }> {
+  const outcome = { resealed: 0, unopenable: [] as string[] };
+  for (let after = 0; ; ) {
+    const rows = await on.rows<{ id: number; name: string; sealed: Buffer; workspace: string }>(SEALED_PAGE, [after, 500]);
+    if (rows.length === 0) return outcome;
+    after = rows.at(-1)!.id;
+    for (const row of rows) {
+      if (isSealed(row.sealed) && sealedKeyId(row.sealed) === keys.active.id) continue;
+      let resealed: Buffer;
+      try {
+        resealed = seal(open(row.sealed, keys), keys);
+      } catch {
+        outcome.unopenable.push(`${row.workspace}/${row.name}`);
+        continue;
+      }
+      outcome.resealed += await on.rowCount(RESEALED, [row.id, resealed, row.sealed]);
+    }
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Workspace secrets: credentials an agent's tools use (an MCP server's bearer token), named in agent
+ * config by `credential: NAME` and never held there. Sealed at rest (db/workspaceSecrets.ts); a value
+ * is never returned, logged, or put in an error message, by the API, the CLI or the dashboard.
+ */
+
+/** A secret's name: what agent config names it by, and the last segment of its path. */
+// Not dots alone: `.` and `..` would collapse out of the secret's path.
+export const SECRET_NAME = /^(?!\.+$)[A-Za-z0-9_.-]{1,64}$/;
+
+export const SECRET_NAME_MESSAGE = 'name must be 1 to 64 characters of letters, digits, "_", "." and "-", not dots alone';
+
+/** The largest value (UTF-8 bytes) a secret holds: a bearer token, not a document. */
+export const MAX_SECRET_BYTES = 8192;
+
+export const SECRET_VALUE_MESSAGE = `value must be a non-empty string of at most ${MAX_SECRET_BYTES} bytes (UTF-8)`;
+
+export function isSecretName(name: unknown): name is string {
+  return typeof name === 'string' && SECRET_NAME.test(name);
+}
+
+/** Whether a value may be stored: a string of 1 to MAX_SECRET_BYTES UTF-8 bytes (never echoed back when it may not). */
+export function isSecretValue(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0 && Buffer.byteLength(value, 'utf8') <= MAX_SECRET_BYTES;
+}
+
+/** A secret as every surface shows it: its name and times, never its value. */
+export interface SecretView {
+  name: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export function secretObject(s: SecretView) {
+  return { object: 'secret' as const, name: s.name, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() };
+}
