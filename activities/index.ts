@@ -1,6 +1,7 @@
 export { generate } from './model';
 export { recordRunCancel, settleRun, startRun } from './runs';
 export { callTool, emitRunEvent } from './tools';
+export { callMcpTool, discoverMcpTools } from './mcp';
 export { turnIsNext } from './turns';
 export { closeAction, requireActions } from './actions';
 export { holdForToolResults } from './holds';

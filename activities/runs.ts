@@ -1,7 +1,7 @@
 import { Context, log } from '@temporalio/activity';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
-import { STREAM_VERSION, terminalEvent } from '../domain/streamEvents';
+import { STREAM_VERSION, terminalEvent, type StreamEventType } from '../domain/streamEvents';
 import { conversational, finalOutput, TERMINAL_STATUSES, toRunResponse, type IncompleteReason, type OutputItem, type RunInput, type RunOutcome, type RunResponse } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { creditsFor, ledgerLine, serviceFault } from '../domain/billing';
@@ -109,6 +109,8 @@ export interface StartRun {
   call: Omit<GenerateInput, 'runId' | 'traceId' | 'config' | 'input' | 'attachments' | 'historyFrom' | 'contextTokens' | 'exchange'>;
   /** When the reply ends the run, settle it here (completed): what retrieval gave the model. Absent in runs begun before. */
   settle?: { knowledge: PassageRef[] };
+  /** Events of what the run found before it began (an MCP server it could not reach), written after response.started. */
+  notices?: { type: StreamEventType; data: unknown }[];
 }
 
 export type StartedRun = GenerateResult & { begun: BegunRun; settled?: RunOutcome };
@@ -126,6 +128,11 @@ export function startRun(s: StartRun): Promise<StartedRun> {
   return heartbeating(async () => {
     // Before the call nothing is lost by waiting: a database failover is waited out within the run's deadline.
     const begun = await untilAvailable(() => beginRun(s.run), s.call.deadline.at);
+    if (s.notices?.length && Context.current().info.attempt === 1) {
+      const stream = new RunEvents(s.run.runId);
+      for (const notice of s.notices) stream.emit(notice.type, notice.data);
+      await stream.flush();
+    }
     const earlier = s.settle && Context.current().info.attempt > 1 ? await new RunEvents(s.run.runId).completedRun() : undefined;
     // The workflow returns `settled` and reads nothing else of the reply.
     if (earlier) return { text: '', toolCalls: [], usage: ZERO_USAGE, model: '', check: { ok: true, value: '' }, begun, settled: { run: earlier } };

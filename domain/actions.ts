@@ -1,5 +1,6 @@
 import type { AgentConfig, ToolConfig } from './agents';
 import { MAX_TOOL_ROUNDS } from './tools';
+import { mcpMayWait } from './mcpTools';
 
 /**
  * Tool calls that wait for people (docs/api.md, "Actions"): a call of a tool the agent marks
@@ -32,7 +33,7 @@ export function actionTimeoutMs(config: AgentConfig): number {
  * one reply wait together). Its workflow's execution timeout makes room for it.
  */
 export function longestWaitMs(config: AgentConfig): number {
-  return (config.tools ?? []).some((tool) => actionOf(tool)) ? MAX_TOOL_ROUNDS * actionTimeoutMs(config) : 0;
+  return (config.tools ?? []).some((tool) => (tool.type === 'mcp' ? mcpMayWait(tool) : actionOf(tool))) ? MAX_TOOL_ROUNDS * actionTimeoutMs(config) : 0;
 }
 
 /**

@@ -59,7 +59,24 @@ export interface HandoffToolConfig {
   description?: string;
 }
 
-export type ToolConfig = HttpToolConfig | ClientToolConfig | HandoffToolConfig;
+/**
+ * A remote MCP server whose tools the agent may call (domain/mcpTools.ts): the model sees each
+ * allowed tool as `<server_label>__<tool>`; `credential` names a workspace secret sent as a bearer token.
+ */
+export interface McpToolConfig {
+  type: 'mcp';
+  server_label: string;
+  server_url: string;
+  /** Only these of the server's tools are offered (all when absent). */
+  allowed_tools?: string[];
+  /** Which calls wait for a person's decision first: all, none (the default), or per tool. */
+  approval?: McpApproval;
+  credential?: string;
+}
+
+export type McpApproval = 'required' | 'never' | { tools: Record<string, 'required' | 'never'> };
+
+export type ToolConfig = HttpToolConfig | ClientToolConfig | HandoffToolConfig | McpToolConfig;
 
 /** What callers may not send: it comes only from here. */
 export interface AgentConfig {

@@ -1,6 +1,7 @@
 import { DEFAULT_MEMORY_MESSAGES, instructionsOf, outputCap, type AgentConfig } from './agents';
 import { conversational, REPAIR_ATTEMPTS, type ResponseFormat, type RunInput } from './runs';
 import { MAX_TOOL_ROUNDS, toolSpecs } from './tools';
+import { MCP_SERVER_PROMPT_TOKENS, mcpServersOf } from './mcpTools';
 import { estimateTokens, type Usage } from './usage';
 import type { ErrorCode } from './errors';
 import { KNOWLEDGE_CONTEXT_TOKENS, knowledgePlan } from './knowledge';
@@ -71,6 +72,8 @@ export interface RunCostInput {
   request: unknown;
   format: ResponseFormat;
   tools: unknown[];
+  /** Remote MCP servers offered: each counts MCP_SERVER_PROMPT_TOKENS of every prompt (their tools are found when the run starts). */
+  mcpServers?: number;
   memory: boolean;
   knowledge: boolean;
   /** The model's window the run was planned with (infra/modelWindow.ts); unknown for runs planned before it was kept. */
@@ -85,6 +88,7 @@ export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments'
     request: [run.input, run.attachments, ...(run.exchange ? [run.exchange] : [])],
     format: run.options.responseFormat,
     tools: toolSpecs(run.config, run.options.toolPolicy),
+    mcpServers: mcpServersOf(run.config, run.options.toolPolicy).length,
     memory: conversational(run.kind) && run.options.memoryPolicy === 'auto',
     knowledge: knowledgePlan(run.config, run.options.knowledgePolicy).collections.length > 0,
     ...(run.contextTokens !== undefined && { contextTokens: run.contextTokens }),
@@ -93,13 +97,14 @@ export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments'
 
 /** maxRunCost in its two factors: how many model calls the run may make, and the most one of them can cost. */
 function callBound(r: RunCostInput): { calls: number; perCall: number } {
-  const toolsOffered = r.tools.length > 0;
+  const mcp = r.mcpServers ?? 0;
+  const toolsOffered = r.tools.length > 0 || mcp > 0;
   const output = outputCap(r.config, r.contextTokens);
   const calls = 1 + (toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
   const history = r.memory ? historyTokens(r.config, r.contextTokens) : 0;
   const toolRounds = toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
   // Every call sends the instructions, the request, the response format (its schema), the tools offered and the retrieved passages.
-  const prompt = estimateTokens(JSON.stringify([instructionsOf(r.config), r.request, r.format, r.tools])) + history + toolRounds + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);
+  const prompt = estimateTokens(JSON.stringify([instructionsOf(r.config), r.request, r.format, r.tools])) + mcp * MCP_SERVER_PROMPT_TOKENS + history + toolRounds + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);
   // A call's prompt and output share the model's window: no call uses more (activities/model.ts fits the history to it).
   return { calls, perCall: Math.min(prompt + output, r.contextTokens ?? Infinity) };
 }

@@ -11,6 +11,8 @@ export const STREAM_EVENT_TYPES = [
   'response.tool.started',
   'response.tool.completed',
   'response.tool.failed',
+  // Beyond the spec: a remote MCP tool's progress notifications, as they come.
+  'response.tool.progress',
   'response.tool.action_required',
   'response.completed',
   'response.failed',

@@ -1,4 +1,4 @@
-import type { AgentConfig, ToolConfig } from './agents';
+import type { AgentConfig, McpToolConfig, ToolConfig } from './agents';
 
 /** Tool rounds a run may take before it must answer: with the repair, the call count is known up front. */
 export const MAX_TOOL_ROUNDS = 4;
@@ -56,14 +56,19 @@ export type ToolTurn =
   | { role: 'assistant'; content: string | null; tool_calls: ToolCall[] }
   | { role: 'tool'; content: string; tool_call_id: string };
 
-function nameOf(tool: ToolConfig): string {
+/** The agent's own tools: a remote MCP server's are found at run start (domain/mcpTools.ts). */
+export type OwnToolConfig = Exclude<ToolConfig, McpToolConfig>;
+
+const ownTools = (config: AgentConfig): OwnToolConfig[] => (config.tools ?? []).filter((tool): tool is OwnToolConfig => tool.type !== 'mcp');
+
+function nameOf(tool: OwnToolConfig): string {
   return tool.type === 'handoff' ? tool.name ?? HANDOFF_TOOL : tool.name;
 }
 
-/** What the model is offered: the agent's tools, or none when the policy says so. */
+/** What the model is offered of the agent's own tools, or none when the policy says so. */
 export function toolSpecs(config: AgentConfig, policy: 'auto' | 'none' | 'required'): ToolSpec[] {
   if (policy === 'none') return [];
-  return (config.tools ?? []).map((tool) =>
+  return ownTools(config).map((tool) =>
     tool.type === 'handoff'
       ? {
           name: nameOf(tool),
@@ -74,6 +79,6 @@ export function toolSpecs(config: AgentConfig, policy: 'auto' | 'none' | 'requir
   );
 }
 
-export function findTool(config: AgentConfig, name: string): ToolConfig | undefined {
-  return (config.tools ?? []).find((tool) => nameOf(tool) === name);
+export function findTool(config: AgentConfig, name: string): OwnToolConfig | undefined {
+  return ownTools(config).find((tool) => nameOf(tool) === name);
 }

@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import ipaddr from 'ipaddr.js';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { config } from './config';
 
 /**
@@ -121,4 +122,21 @@ export function postToTarget(url: URL, body: string | Buffer, headers: Record<st
     });
     req.end(body);
   });
+}
+
+/**
+ * A fetch for a client library that speaks to a checked target itself (the MCP SDK's transport):
+ * the same rules as postToTarget, on every connection it opens, so a DNS answer that turns private
+ * after the target was checked (rebinding) is refused too.
+ */
+export function targetFetch(resolve: Resolver = systemResolver): typeof fetch {
+  const dispatcher = new Agent({ connect: { lookup: guardedLookup(resolve) as never } });
+  return ((input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(input instanceof Request ? input.url : input);
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowPrivate())) return Promise.reject(new TargetRefused('the URL must use https'));
+    const literal = literalHost(url);
+    // A literal address never reaches the lookup hook, so it is checked here.
+    if (literal && forbiddenAddress(literal) && !allowPrivate()) return Promise.reject(new TargetRefused(`refused target address ${literal}`));
+    return undiciFetch(input as never, { ...(init as object), dispatcher } as never);
+  }) as typeof fetch;
 }

@@ -14,6 +14,7 @@ import { QueryTypes } from 'sequelize';
 import { db } from '../db/sequelize';
 import { call, closeAll, callsHeld, releaseHeld, scriptModel, startApi, tenant, until } from './support/stack';
 import { allFrames, frames, openStream } from './support/sse';
+import { everythingServer } from './support/mcpEverything';
 import { ingest, uploadedDocument } from './support/documents';
 
 /**
@@ -188,6 +189,17 @@ if (process.env.RECORD_HISTORIES) {
       await call(api.url, 'POST', `/api/v2/runs/${runId}/actions`, { key: t.key, body: { call_id: 'call_0', decision: 'approve', arguments_sha256: pending.arguments_sha256 } });
       await record('action', runId);
     });
+    it('mcp', async () => {
+      // An agent with a remote MCP server: its tools listed when the run starts, one of them called.
+      const everything = await everythingServer();
+      try {
+        const t = await tenant({ config: { tools: [{ type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: ['echo'] }] } });
+        await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"hi"}' }] }, { text: 'echoed' }]);
+        await record('mcp', (await respond(t.key, { agent: t.agent, input: 'echo hi' })).body.id);
+      } finally {
+        await everything.stop();
+      }
+    });
     it('handoff', async () => {
       const t = await tenant({ config: withTools() });
       await scriptModel(t.model, [{ toolCalls: [{ name: 'handoff', arguments: '{"reason":"a person"}' }] }]);
@@ -200,7 +212,7 @@ if (process.env.RECORD_HISTORIES) {
     const names = readdirSync(HISTORIES).filter((f) => f.endsWith('.json'));
     // Kept, not re-recorded: plain-settled-by-workflow, a run begun before its first call could settle it (a local activity after
     // the call), and cancel-without-cancel-record, a run cancelled before cancels were recorded.
-    expect(names.sort()).toEqual(['action', 'cancel-without-cancel-record', 'cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'outbox-dispatcher', 'plain-settled-by-workflow', 'plain', 'queued-turn', 'reconcile', 'repair', 'report', 'scheduled-run', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
+    expect(names.sort()).toEqual(['action', 'cancel-without-cancel-record', 'cancel', 'extraction', 'handoff', 'ingestion', 'job', 'knowledge', 'mcp', 'outbox-dispatcher', 'plain-settled-by-workflow', 'plain', 'queued-turn', 'reconcile', 'repair', 'report', 'scheduled-run', 'streamed', 'timeout', 'tool-rounds', 'webhook-delivery', 'webhook-recovery'].map((n) => `${n}.json`));
     const histories = names.map((name) => ({ workflowId: name, history: historyFromJSON(JSON.parse(readFileSync(path.join(HISTORIES, name), 'utf8'))) }));
     const failures: string[] = [];
     for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(require.resolve('../workflows'), traced), sinks: workflowSinks(traced), dataConverter }, histories)) {

@@ -1,6 +1,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry';
 import * as activities from '../activities';
+import { closeMcpSessions } from '../infra/mcpSessions';
 import { MODEL_CALL_START_LAG } from '../activities/model';
 import { config, metricsServed } from '../infra/config';
 import { logger } from '../infra/logger';
@@ -10,6 +11,7 @@ import { dataConverter } from '../infra/payloadCodec';
 import { CANCEL_CONFIRM_FIRST_MS } from '../workflows/timings';
 import { countUnopenableWith, reportUnopenable } from '../infra/unopenablePayloads';
 import { resealEndpointSecrets } from '../db/webhookEndpoints';
+import { resealWorkspaceSecrets } from '../db/workspaceSecrets';
 import { setOutageMeter, type OutageMeter } from '../infra/dependencyOutages';
 import { temporal } from '../infra/temporalClient';
 import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
@@ -90,6 +92,19 @@ async function resealAtRest(): Promise<void> {
     }
   } catch (err) {
     logger.error({ err }, 'webhook endpoint secrets could not be re-sealed: the next worker start tries again');
+  }
+  // Workspace secrets (the credentials agents' tools send) likewise.
+  try {
+    const { resealed, unopenable } = await resealWorkspaceSecrets();
+    if (resealed > 0) logger.info({ resealed }, 'workspace secrets re-sealed under the active payload key');
+    if (unopenable.length > 0) {
+      reportUnopenable(
+        new Error(`${unopenable.length} workspace secret(s) were sealed with a key PAYLOAD_ENCRYPTION_KEYS no longer holds: ${unopenable.slice(0, 20).join(', ')}`),
+        'workspace secrets cannot be opened with PAYLOAD_ENCRYPTION_KEYS: tools that use them cannot authenticate until the key that sealed them is back in the ring (after the active one), or the secrets are set again',
+      );
+    }
+  } catch (err) {
+    logger.error({ err }, 'workspace secrets could not be re-sealed: the next worker start tries again');
   }
 }
 
@@ -182,7 +197,11 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
     for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => dispatching(false));
   }
   // A shared connection is its owner's to close (the API's client still uses it).
-  const done = Promise.all(workers.map((w) => w.run())).then(() => (shared ? undefined : connection.close()));
+  const done = Promise.all(workers.map((w) => w.run())).then(async () => {
+    // Its remote MCP servers are told the sessions end (a DELETE each), rather than left to expire.
+    await closeMcpSessions();
+    if (!shared) await connection.close();
+  });
   return {
     workers,
     done,

@@ -23,6 +23,8 @@ import { callsLeft, costInputOf, creditsFor, TOOL_RESULT_TOKENS, toolRoundExcess
 import type { TurnRef } from '../domain/turns';
 import { findTool, fitToolResults, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
+import { findMcpTool, mcpApprovalRequired, mcpServersOf, offeredMcpTools } from '../domain/mcpTools';
+import type { StreamEventType } from '../domain/streamEvents';
 import { namedLocalActivities } from './namedActivities';
 import { unsealed } from './summaries';
 
@@ -156,6 +158,11 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     }).retrieveKnowledge(request);
   const callTool = (call: Parameters<typeof activities.callTool>[0]) =>
     proxyActivities<typeof activities>({ summary: unsealed(`tool ${call.tool.name}`), startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callTool(call);
+  // A remote MCP server's tools/list and tools/call: an HTTP tool's timeouts and retries.
+  const discoverMcpTools = (d: Parameters<typeof activities.discoverMcpTools>[0]) =>
+    proxyActivities<typeof activities>({ summary: unsealed(`mcp tools/list ${d.servers.map((s) => s.server_label).join(', ')}`), startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).discoverMcpTools(d);
+  const callMcpTool = (call: Parameters<typeof activities.callMcpTool>[0]) =>
+    proxyActivities<typeof activities>({ summary: unsealed(`mcp ${call.server.server_label} ${call.tool}`), startToCloseTimeout: TOOL_ATTEMPT_TIMEOUT_MS, scheduleToCloseTimeout: budget(), retry: REMOTE_CALL_RETRY }).callMcpTool(call);
 
   let begun: BegunRun | undefined;
   let settled: RunOutcome | undefined;
@@ -176,6 +183,11 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
 
   const policy = input.options.toolPolicy;
   const tools = toolSpecs(input.agent.config, policy);
+  const mcpServers = mcpServersOf(input.agent.config, policy);
+  /** The MCP tools offered to the model (allowed, and listed by a server reached at the start): no other is called. */
+  const offeredMcp = new Set<string>();
+  /** What the run found before it began, for its stream after response.started. */
+  const notices: { type: StreamEventType; data: unknown }[] = [];
   const toolTurns: ToolTurn[] = [];
   const toolNames: string[] = [];
   let handoff: { reason: string } | undefined;
@@ -228,7 +240,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     let reply;
     if (!begun) {
       // A first reply that ends the run is settled by the call itself (one activity and two workflow tasks, as the floor).
-      ({ begun, settled, ...reply } = await modelCalls(`${summary}, starting the run`).startRun({ run: input, memory, call, settle: { knowledge: passageRefs() } }));
+      ({ begun, settled, ...reply } = await modelCalls(`${summary}, starting the run`).startRun({ run: input, memory, call, settle: { knowledge: passageRefs() }, ...(notices.length > 0 && { notices }) }));
     } else {
       const historyFrom = memory ? { conversationId: begun.conversationId, beforeRunKey: begun.runKey } : undefined;
       reply = await modelCalls(summary).generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom, contextTokens: input.contextTokens, exchange: input.exchange });
@@ -243,24 +255,26 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   /** One tool call: its result for the model, or the failure that ends the run. */
   async function useTool(call: ToolCall): Promise<string | Failure> {
     toolNames.push(call.name);
-    const tool = findTool(input.agent.config, call.name);
+    const mcp = offeredMcp.has(call.name) ? findMcpTool(input.agent.config, call.name) : undefined;
+    const tool = mcp ? undefined : findTool(input.agent.config, call.name);
     const event = { id: input.runId, call_id: call.id, tool: call.name };
-    if (!tool) return `No tool named ${call.name} is available.`;
+    if (!tool && !mcp) return `No tool named ${call.name} is available.`;
     const waited = waiting.get(call.id);
     if (waited?.outcome && waited.outcome.status !== 'approved') {
       if (waited.outcome.status === 'answered') return waited.answer!.output!.slice(0, MAX_ACTION_OUTPUT_CHARS);
       return notMadeResult(waited.outcome.status === 'denied' ? 'denied' : 'expired', waited.outcome.reason);
     }
-    if (tool.type === 'handoff') {
+    if (tool?.type === 'handoff') {
       await emitRunEvent(input.runId, 'response.tool.started', event);
       handoff = { reason: handoffReason(call.arguments) };
       await emitRunEvent(input.runId, 'response.tool.completed', event);
       return 'Handed off to a person.';
     }
     // Every client tool's call was answered (or denied) above: from here on the tool is the service's.
-    if (tool.runs_on === 'client') return `No tool named ${call.name} is available.`;
+    if (tool?.runs_on === 'client') return `No tool named ${call.name} is available.`;
     try {
-      return await callTool({ runId: input.runId, deadline, workspacePublicId: input.workspace.publicId, callId: call.id, tool, arguments: call.arguments });
+      if (mcp) return await callMcpTool({ runId: input.runId, deadline, workspaceId: input.workspace.id, callId: call.id, name: call.name, ...mcp, arguments: call.arguments });
+      return await callTool({ runId: input.runId, deadline, workspacePublicId: input.workspace.publicId, callId: call.id, tool: tool!, arguments: call.arguments });
     } catch (err) {
       if (isCancellation(err)) throw err;
       // Running out of timeout_ms ends the run, whatever the tool policy.
@@ -270,6 +284,29 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       if (policy === 'required') return { code: 'tool_execution_failed', message };
       return `The tool failed: ${message}`;
     }
+  }
+
+  /**
+   * The tools of the agent's MCP servers, before any model call: each server's allowed tools are
+   * offered. One that cannot be reached fails the run under `required`; under `auto` its tools are
+   * left out, and the stream says so (response.tool.failed, naming the server).
+   */
+  async function discover(): Promise<Failure | undefined> {
+    if (mcpServers.length === 0) return undefined;
+    const listings = await discoverMcpTools({ workspaceId: input.workspace.id, deadline, servers: mcpServers });
+    for (const listing of listings) {
+      if ('error' in listing) {
+        if (policy === 'required') return { code: 'tool_execution_failed', message: listing.error };
+        notices.push({ type: 'response.tool.failed', data: { id: input.runId, tool: listing.label, error: listing.error } });
+        continue;
+      }
+      const server = mcpServers.find((s) => s.server_label === listing.label)!;
+      for (const spec of offeredMcpTools(server, listing.tools)) {
+        tools.push(spec);
+        offeredMcp.add(spec.name);
+      }
+    }
+    return undefined;
   }
 
   /** The agent's knowledge for this input, before any model call; a failure when the run cannot go without it. */
@@ -333,8 +370,9 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     const expiresAt = Date.now() + actionTimeoutMs(input.agent.config);
     const required: RequiredCall[] = [];
     for (const call of toolCalls) {
-      const tool = findTool(input.agent.config, call.name);
-      const type = tool && actionOf(tool);
+      const mcp = offeredMcp.has(call.name) ? findMcpTool(input.agent.config, call.name) : undefined;
+      const tool = mcp ? undefined : findTool(input.agent.config, call.name);
+      const type = mcp ? (mcpApprovalRequired(mcp.server, mcp.tool) ? 'approval' : undefined) : tool && actionOf(tool);
       if (!type) continue;
       waiting.set(call.id, { type, expiresAt });
       // The arguments go with every call: an approver sees what it approves, a client runs them.
@@ -385,6 +423,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     if (waited) return waited;
     const refused = await retrieve();
     if (refused) return refused;
+    const unreachable = await discover();
+    if (unreachable) return unreachable;
     let reply = await ask();
     for (let round = 0; reply.toolCalls.length > 0; round++) {
       if (round === MAX_TOOL_ROUNDS) return { code: 'tool_execution_failed', message: `The agent did not answer within ${MAX_TOOL_ROUNDS} tool rounds.` };

@@ -35,7 +35,7 @@ export interface TimelineStep {
   tokens?: { input: number; output: number };
 }
 
-const KINDS: Record<string, TimelineStep['kind']> = { startRun: 'model_call', generate: 'model_call', callTool: 'tool_call', retrieveKnowledge: 'retrieval' };
+const KINDS: Record<string, TimelineStep['kind']> = { startRun: 'model_call', generate: 'model_call', callTool: 'tool_call', callMcpTool: 'tool_call', retrieveKnowledge: 'retrieval' };
 
 async function opened<T>(payload: Payload | null | undefined): Promise<T | undefined> {
   if (!payload) return undefined;

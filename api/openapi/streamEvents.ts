@@ -37,7 +37,14 @@ const DATA: Record<StreamEventType, { schema: JsonSchema; meaning: string }> = {
   'response.output_json.delta': { meaning: 'A chunk of the raw JSON text of model call `call`; the validated value is in `response.completed`.', schema: delta },
   'response.tool.started': { meaning: 'A tool call begun.', schema: closed(tool) },
   'response.tool.completed': { meaning: 'A tool call finished.', schema: closed(tool) },
-  'response.tool.failed': { meaning: 'A tool call failed.', schema: closed({ ...tool, error: string() }) },
+  'response.tool.failed': {
+    meaning: 'A tool call failed (for a remote MCP tool, also its result with `isError`). Without `call_id`, under `tool_policy: auto`: an MCP server that could not be reached when the run started (`tool` is its `server_label`); its tools are not offered.',
+    schema: closed({ ...tool, error: string() }, { optional: ['call_id'] }),
+  },
+  'response.tool.progress': {
+    meaning: "Beyond the spec: a remote MCP tool's progress notification, as the server sends it.",
+    schema: closed({ ...tool, progress: { type: 'number' }, total: { type: 'number' }, message: string() }, { optional: ['total', 'message'] }),
+  },
   'response.tool.action_required': {
     meaning: 'The run waits for people (docs: "Actions"): an approval of the call, or the client tool\'s output, sent to `submit_to`. The stream stays open (keep-alives); its client going away no longer cancels the run, so it may come back with `Last-Event-ID`.',
     schema: closed(

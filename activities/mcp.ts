@@ -1,0 +1,138 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { McpToolConfig } from '../domain/agents';
+import type { McpToolListing } from '../domain/mcpTools';
+import type { Deadline } from '../domain/runs';
+import { openSecret } from '../db/workspaceSecrets';
+import { callMcpTool as callRemote, listMcpTools, type McpRemote } from '../infra/mcpSessions';
+import { TargetRefused } from '../infra/outboundTarget';
+import { callSignal, deadlineFailure } from './bounded';
+import { RunEvents } from './runEvents';
+import { TOOL_REQUEST_TIMEOUT_MS } from '../workflows/timings';
+
+/** A tool's result goes to the model as an HTTP tool's answer does: at most this many characters. */
+const MAX_RESULT_CHARS = 16 * 1024;
+
+/**
+ * Remote MCP servers' tools for a run (docs/api.md, "MCP servers as tools"). What crosses Temporal
+ * is the server's config (its URL and the credential's name) and the call's arguments and result:
+ * the credential's value is read here, from the workspace's sealed secrets, and never leaves the worker.
+ */
+
+/** The remote as this workspace reaches it: its URL, and the secret its config names as a bearer token. */
+async function remoteOf(workspaceId: number, server: McpToolConfig): Promise<McpRemote> {
+  if (!server.credential) return { url: server.server_url };
+  const token = await openSecret(workspaceId, server.credential);
+  if (token === undefined) {
+    throw ApplicationFailure.create({ type: 'tool_execution_failed', message: `MCP server ${server.server_label}: the workspace has no secret named ${server.credential}`, nonRetryable: true });
+  }
+  return { url: server.server_url, token };
+}
+
+export interface McpDiscovery {
+  workspaceId: number;
+  deadline: Deadline;
+  servers: McpToolConfig[];
+}
+
+/** Each server's listing, or why it could not be had: one server down leaves the others' tools offered. */
+export type McpListings = ({ label: string; tools: McpToolListing[] } | { label: string; error: string })[];
+
+/** tools/list of each of the run's servers, at once, each from this worker's copy while it is fresh. */
+export async function discoverMcpTools(d: McpDiscovery): Promise<McpListings> {
+  if (d.deadline.at <= Date.now()) throw deadlineFailure(d.deadline);
+  const signal = callSignal(d.deadline);
+  return Promise.all(
+    d.servers.map(async (server) => {
+      try {
+        return { label: server.server_label, tools: await listMcpTools(await remoteOf(d.workspaceId, server), { signal, timeoutMs: TOOL_REQUEST_TIMEOUT_MS }) };
+      } catch (err) {
+        return { label: server.server_label, error: `MCP server ${server.server_label} could not be reached: ${messageOf(err)}` };
+      }
+    }),
+  );
+}
+
+export interface McpInvocation {
+  runId: string;
+  deadline: Deadline;
+  workspaceId: number;
+  callId: string;
+  /** The name the model called: `<server_label>__<tool>`. */
+  name: string;
+  server: McpToolConfig;
+  tool: string;
+  arguments: string;
+}
+
+/**
+ * One tools/call. The result's text goes to the model, other content named, not inlined; a result
+ * with `isError` is the tool's own failure, which the model sees (and the stream, as
+ * response.tool.failed). Progress the server reports is a response.tool.progress event. A server that
+ * cannot be reached, or fails the request, fails the call: retried by the policy beside the
+ * workflow, as an HTTP tool's; a refused target is final.
+ */
+export async function callMcpTool(call: McpInvocation): Promise<string> {
+  const ctx = Context.current();
+  if (call.deadline.at <= Date.now()) throw deadlineFailure(call.deadline);
+  const events = new RunEvents(call.runId);
+  const signal = callSignal(call.deadline);
+  const event = { id: call.runId, call_id: call.callId, tool: call.name };
+  if (ctx.info.attempt === 1) events.emit('response.tool.started', event);
+  try {
+    const args = argumentsOf(call);
+    const result = await callRemote(await remoteOf(call.workspaceId, call.server), call.tool, args, {
+      signal,
+      timeoutMs: TOOL_REQUEST_TIMEOUT_MS,
+      onProgress: (p) => events.emit('response.tool.progress', { ...event, progress: p.progress, ...(p.total !== undefined && { total: p.total }), ...(p.message && { message: p.message }) }),
+    });
+    const text = resultText(result).slice(0, MAX_RESULT_CHARS);
+    if (result.isError) {
+      events.emit('response.tool.failed', { ...event, error: text.slice(0, 500) });
+      return `The tool reported an error: ${text}`;
+    }
+    events.emit('response.tool.completed', event);
+    return text;
+  } catch (err) {
+    if (err instanceof ApplicationFailure) throw err;
+    // The run's time is up: stopping the tool fails the run, whatever the tool policy.
+    if (signal.aborted && !ctx.cancellationSignal.aborted) throw deadlineFailure(call.deadline);
+    // A refused target, or the server's refusal of the request (a 4xx: its scopes, its rules), is final.
+    const refused = err instanceof TargetRefused || (err instanceof StreamableHTTPError && (err.code ?? 0) >= 400 && (err.code ?? 0) < 500);
+    throw ApplicationFailure.create({ message: `tool ${call.name} failed: ${messageOf(err)}`, type: 'tool_execution_failed', nonRetryable: refused });
+  } finally {
+    await events.flush();
+  }
+}
+
+function argumentsOf(call: McpInvocation): Record<string, unknown> {
+  let args: unknown;
+  try {
+    args = JSON.parse(call.arguments || '{}');
+  } catch {
+    args = undefined;
+  }
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    throw ApplicationFailure.create({ type: 'tool_execution_failed', message: `tool ${call.name}: the arguments are not a JSON object`, nonRetryable: true });
+  }
+  return args as Record<string, unknown>;
+}
+
+/** A result's content as the model reads it: text as it is, anything else by what it is. */
+function resultText(result: CallToolResult): string {
+  return result.content
+    .map((part) => {
+      if (part.type === 'text') return part.text;
+      if (part.type === 'image' || part.type === 'audio') return `[${part.type}: ${part.mimeType}, not shown]`;
+      if (part.type === 'resource_link') return `[resource link: ${part.uri}${part.name ? ` (${part.name})` : ''}]`;
+      if (part.type === 'resource') return `[resource: ${part.resource.uri}]`;
+      return `[${(part as { type: string }).type} content, not shown]`;
+    })
+    .join('\n');
+}
+
+function messageOf(err: unknown): string {
+  const cause = (err as { cause?: { code?: string } }).cause?.code;
+  return `${(err as Error).message ?? String(err)}${cause ? ` (${cause})` : ''}`;
+}

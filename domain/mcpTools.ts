@@ -1,0 +1,81 @@
+import type { AgentConfig, McpToolConfig } from './agents';
+import type { ToolSpec } from './tools';
+import { estimateTokens } from './usage';
+
+/**
+ * Remote MCP servers as an agent's tools (docs/api.md, "MCP servers as tools"). The model sees each
+ * allowed tool of a server as `<server_label>__<tool>`, so two servers never collide; a label has no
+ * `__` of its own, so a name splits back at its first one.
+ */
+export const MCP_NAME_SEPARATOR = '__';
+
+/** A server label: what prefixes its tools' names (a model's function name is at most 64 characters). */
+export const MCP_LABEL = /^(?!.*__)[a-zA-Z0-9_-]{1,32}$/;
+export const MCP_LABEL_RULE = 'server_label must be 1-32 letters, digits, _ or -, without "__"';
+
+/**
+ * What a server's offered tools may take of every model call's prompt: the run's credit hold counts
+ * this much for each server (its tools are found only when the run starts), and tools past it are
+ * left out, so the hold always covers what is sent.
+ */
+export const MCP_SERVER_PROMPT_TOKENS = 4_096;
+
+/** One tool as a server lists it (tools/list). */
+export interface McpToolListing {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** The agent's MCP servers, or none when the policy offers no tools. */
+export function mcpServersOf(config: AgentConfig, policy: 'auto' | 'none' | 'required'): McpToolConfig[] {
+  if (policy === 'none') return [];
+  return (config.tools ?? []).filter((tool): tool is McpToolConfig => tool.type === 'mcp');
+}
+
+export function mcpToolName(label: string, tool: string): string {
+  return `${label}${MCP_NAME_SEPARATOR}${tool}`;
+}
+
+/** The server and tool a model's function name means, if it names one of the agent's servers. */
+export function findMcpTool(config: AgentConfig, name: string): { server: McpToolConfig; tool: string } | undefined {
+  const at = name.indexOf(MCP_NAME_SEPARATOR);
+  if (at < 1) return undefined;
+  const server = mcpServersOf(config, 'auto').find((s) => s.server_label === name.slice(0, at));
+  return server && { server, tool: name.slice(at + MCP_NAME_SEPARATOR.length) };
+}
+
+/** Whether the agent lets the model call this tool of the server (allowed_tools, when given). */
+export function mcpToolAllowed(server: McpToolConfig, tool: string): boolean {
+  return server.allowed_tools === undefined || server.allowed_tools.includes(tool);
+}
+
+/** Whether a call of this tool waits for a person's decision first. */
+export function mcpApprovalRequired(server: McpToolConfig, tool: string): boolean {
+  const approval = server.approval ?? 'never';
+  if (typeof approval === 'string') return approval === 'required';
+  return approval.tools[tool] === 'required';
+}
+
+/** Whether any call of the server's tools may wait for a decision (the run's workflow makes room for the wait). */
+export function mcpMayWait(server: McpToolConfig): boolean {
+  const approval = server.approval ?? 'never';
+  return typeof approval === 'string' ? approval === 'required' : Object.values(approval.tools).includes('required');
+}
+
+/**
+ * What the model is offered of a server's listing: its allowed tools, named with the label, in the
+ * listing's order, as many as MCP_SERVER_PROMPT_TOKENS covers.
+ */
+export function offeredMcpTools(server: McpToolConfig, listing: McpToolListing[]): ToolSpec[] {
+  const offered: ToolSpec[] = [];
+  let tokens = 0;
+  for (const tool of listing) {
+    if (!mcpToolAllowed(server, tool.name)) continue;
+    const spec: ToolSpec = { name: mcpToolName(server.server_label, tool.name), ...(tool.description && { description: tool.description }), parameters: tool.inputSchema };
+    tokens += estimateTokens(JSON.stringify(spec));
+    if (tokens > MCP_SERVER_PROMPT_TOKENS) break;
+    offered.push(spec);
+  }
+  return offered;
+}

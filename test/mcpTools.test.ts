@@ -1,0 +1,236 @@
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ValidationError } from 'yup';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { parseAgentConfig } from '../api/validation/agentConfig';
+import { runTimeline } from '../api/dashboard/runTimeline';
+import { resetConfig } from '../infra/config';
+import { targetFetch, TargetRefused, type Resolver } from '../infra/outboundTarget';
+import { payloadCodec } from '../infra/payloadCodec';
+import { temporal } from '../infra/temporalClient';
+import { call, providerRequests, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
+import { allFrames, openStream } from './support/sse';
+import { everythingServer, type EverythingServer } from './support/mcpEverything';
+
+/**
+ * Remote MCP servers as an agent's tools, against real servers: the MCP project's reference server
+ * (`@modelcontextprotocol/server-everything`, Streamable HTTP on a loopback port), and this service's
+ * own `/mcp` reached with another workspace's key. The stub provider decides which tools the model calls.
+ */
+const api = useApi();
+let everything: EverythingServer;
+beforeAll(async () => {
+  everything = await everythingServer();
+});
+afterAll(async () => {
+  await everything?.stop();
+});
+
+const SCOPES = ['responses:create', 'secrets:write', 'logs:read'];
+const server = (extra: Record<string, unknown> = {}) => ({ type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: ['echo', 'get-sum', 'trigger-long-running-operation'], ...extra });
+const respond = (t: Tenant, body: Record<string, unknown> = {}) => call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'Use the tools.', ...body } });
+const streamed = async (t: Tenant, body: Record<string, unknown> = {}) =>
+  (await allFrames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'Use the tools.', stream: true, ...body }))).filter((f) => f.event);
+/** What the model was told of each tool call, in its second request. */
+const toolResults = async (t: Tenant) => ((await providerRequests(t.model))[1].body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').map((m) => m.content);
+const offered = async (t: Tenant) => ((await providerRequests(t.model))[0].body.tools ?? []).map((tool: { function: { name: string } }) => tool.function.name);
+
+describe('MCP servers as agent tools', () => {
+  it("offers the server's allowed tools as label__tool, and calls echo through a run: one activity, the text to the model", async () => {
+    const t = await tenant({ scopes: SCOPES, config: { tools: [server()] } });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"hi"}' }] }, { text: 'It said hi.' }]);
+    const answered = await respond(t);
+    expect(answered.body).toMatchObject({ status: 'completed', output: [{ type: 'text', text: 'It said hi.' }] });
+    expect(await offered(t)).toEqual(['everything__echo', 'everything__get-sum', 'everything__trigger-long-running-operation']);
+    const [first] = await providerRequests(t.model);
+    expect(first.body.tools[0].function).toMatchObject({ name: 'everything__echo', parameters: { type: 'object', properties: { message: { type: 'string' } } } });
+    expect(await toolResults(t)).toEqual(['Echo: hi']);
+    const history = (await (await temporal()).workflow.getHandle(answered.body.id).fetchHistory()).events ?? [];
+    expect(history.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'callMcpTool')).toHaveLength(1);
+    // The operator's timeline names the server and the tool, with the call's latency.
+    const steps = (await runTimeline(answered.body.id))!.steps;
+    expect(steps.find((step) => step.label === 'mcp everything echo')).toMatchObject({ kind: 'tool_call', status: 'completed', attempts: 1, latencyMs: expect.any(Number) });
+    expect(steps.map((step) => step.label)).toContain('mcp tools/list everything');
+  });
+
+  it('streams the call of get-sum: started, completed, then the answer', async () => {
+    const t = await tenant({ scopes: SCOPES, config: { tools: [server()] } });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__get-sum', arguments: '{"a":2,"b":3}' }] }, { chunks: ['Five', '.'] }]);
+    const frames = await streamed(t);
+    expect(frames.map((f) => f.event)).toEqual(['response.started', 'response.tool.started', 'response.tool.completed', 'response.output_text.delta', 'response.output_text.delta', 'response.completed']);
+    expect(frames[1].data).toMatchObject({ tool: 'everything__get-sum', call_id: 'call_0' });
+    expect(await toolResults(t)).toEqual(['The sum of 2 and 3 is 5.']);
+  });
+
+  it('never calls a tool outside allowed_tools, and a result with isError is a failure the model sees', async () => {
+    const t = await tenant({ scopes: SCOPES, config: { tools: [server({ allowed_tools: ['echo'] })] } });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__get-env', arguments: '{}' }, { name: 'everything__echo', arguments: '{"message":123}' }] }, { text: 'Neither worked.' }]);
+    const frames = await streamed(t);
+    expect(await offered(t)).toEqual(['everything__echo']);
+    const [refused, failed] = await toolResults(t);
+    // Had get-env been called, its answer would be the server's environment.
+    expect(refused).toBe('No tool named everything__get-env is available.');
+    expect(failed).toMatch(/^The tool reported an error: .*Input validation error/);
+    expect(frames.find((f) => f.event === 'response.tool.failed')?.data).toMatchObject({ call_id: 'call_1', tool: 'everything__echo', error: expect.stringContaining('Input validation error') });
+    expect(frames.at(-1)!.event).toBe('response.completed');
+  });
+
+  it('waits for approval of a tool the agent marks required, showing its arguments, then calls it', async () => {
+    const t = await tenant({ scopes: SCOPES, config: { tools: [server({ approval: { tools: { 'get-sum': 'required' } } })] } });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__get-sum', arguments: '{"a":4,"b":5}' }] }, { text: 'Nine.' }]);
+    const waiting = await respond(t);
+    expect(waiting.status).toBe(202);
+    const [pending] = waiting.body.required_action.calls;
+    expect(pending).toMatchObject({ call_id: 'call_0', type: 'approval', tool: 'everything__get-sum', arguments: '{"a":4,"b":5}' });
+    expect(pending.arguments_sha256).toBe(createHash('sha256').update('{"a":4,"b":5}').digest('hex'));
+    const approved = await call(api.url, 'POST', `/api/v2/runs/${waiting.body.id}/actions`, { key: t.key, body: { call_id: 'call_0', decision: 'approve', arguments_sha256: pending.arguments_sha256 } });
+    expect(approved.status).toBe(200);
+    await until(async () => ((await call(api.url, 'GET', `/api/v2/runs/${waiting.body.id}`, { key: t.key })).body.status === 'completed' ? true : undefined), 'the approved run to complete');
+    expect(await toolResults(t)).toEqual(['The sum of 4 and 5 is 9.']);
+  });
+
+  it("streams a long-running tool's progress notifications", async () => {
+    const t = await tenant({ scopes: SCOPES, config: { tools: [server()] } });
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__trigger-long-running-operation', arguments: '{"duration":0.4,"steps":2}' }] }, { text: 'Done.' }]);
+    const frames = await streamed(t);
+    expect(frames.filter((f) => f.event === 'response.tool.progress').map((f) => f.data)).toEqual([
+      { id: frames[0].data.id, call_id: 'call_0', tool: 'everything__trigger-long-running-operation', progress: 1, total: 2 },
+      { id: frames[0].data.id, call_id: 'call_0', tool: 'everything__trigger-long-running-operation', progress: 2, total: 2 },
+    ]);
+    expect(frames.map((f) => f.event).filter((e) => e !== 'response.tool.progress')).toEqual(['response.started', 'response.tool.started', 'response.tool.completed', 'response.output_text.delta', 'response.completed']);
+  });
+
+  it('a server that is down: left out with response.tool.failed under auto, the run failed under required; once back, and once restarted between runs, it is used again (its session opened anew)', async () => {
+    const t = await tenant({ scopes: SCOPES, config: { tools: [server()] } });
+    // A session with the server is open in the worker from this run on.
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"before"}' }] }, { text: 'ok' }]);
+    expect((await respond(t)).body.status).toBe('completed');
+    await everything.stop();
+    try {
+      await scriptModel(t.model, [{ text: 'Answered without it.' }]);
+      const frames = await streamed(t, { tool_policy: 'auto' });
+      expect(frames.map((f) => f.event)).toEqual(['response.started', 'response.tool.failed', 'response.output_text.delta', 'response.completed']);
+      expect(frames[1].data).toEqual({ id: frames[0].data.id, tool: 'everything', error: expect.stringContaining('MCP server everything could not be reached') });
+      expect((await providerRequests(t.model)).at(-1)!.body.tools).toBeUndefined();
+      const required = await respond(t, { tool_policy: 'required' });
+      expect(required.status).toBe(502);
+      expect(required.body.error).toMatchObject({ code: 'tool_execution_failed', message: expect.stringContaining('MCP server everything could not be reached') });
+    } finally {
+      await everything.start();
+    }
+    // The worker's session died with the server: the next call opens another, unseen by the run.
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"after"}' }] }, { text: 'ok' }]);
+    const again = await respond(t);
+    expect(again.body.status).toBe('completed');
+    expect((await providerRequests(t.model)).at(-1)!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'Echo: after' });
+    // Restarted between two runs, the server no longer knows the worker's open session: it is opened again within the run.
+    await everything.stop();
+    await everything.start();
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"anew"}' }] }, { text: 'ok' }]);
+    const frames = await streamed(t);
+    expect(frames.map((f) => f.event)).toEqual(['response.started', 'response.tool.started', 'response.tool.completed', 'response.output_text.delta', 'response.completed']);
+    expect((await providerRequests(t.model)).at(-1)!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'Echo: anew' });
+  });
+
+  it('sends the credential, a workspace secret, as the bearer token, and it is in no stream, log, or Temporal payload', async () => {
+    const t = await tenant({ scopes: SCOPES, config: { tools: [server({ credential: 'everything-token' })] } });
+    const secret = `sk-live-${createHash('sha256').update(String(Math.random())).digest('hex')}`;
+    expect((await call(api.url, 'PUT', '/api/v2/secrets/everything-token', { key: t.key, body: { value: secret } })).status).toBe(200);
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"with a token"}' }] }, { chunks: ['Done.'] }]);
+    const frames = await streamed(t);
+    expect(frames.at(-1)!.event).toBe('response.completed');
+    expect(await toolResults(t)).toEqual(['Echo: with a token']);
+    const runId = frames[0].data.id;
+    expect(JSON.stringify(frames)).not.toContain(secret);
+    expect((await call(api.url, 'GET', '/api/v2/logs', { key: t.key })).text).not.toContain(secret);
+    expect((await call(api.url, 'GET', `/api/v2/runs/${runId}`, { key: t.key })).text).not.toContain(secret);
+    // Every payload of the run's history, raw and opened with the codec: the config names the secret, never holds it.
+    const events = (await (await temporal()).workflow.getHandle(runId).fetchHistory()).events ?? [];
+    const raw = JSON.stringify(events);
+    expect(raw).not.toContain(secret);
+    expect(raw).not.toContain(Buffer.from(secret).toString('base64'));
+    const payloads = collectPayloads(events);
+    expect(payloads.length).toBeGreaterThan(3);
+    const opened = JSON.stringify(await Promise.all(payloads.map(async (p) => defaultPayloadConverter.fromPayload((await payloadCodec.decode([p as never]))[0]))));
+    expect(opened).toContain('everything-token');
+    expect(opened).not.toContain(secret);
+  });
+
+  it("reaches this service's own /mcp as a remote: workspace A's agent calls workspace B's tools with B's key, under B's scopes", async () => {
+    const b = await tenant({ scopes: ['mcp:connect', 'agents:read'] });
+    const a = await tenant({
+      scopes: SCOPES,
+      config: { tools: [{ type: 'mcp', server_label: 'other', server_url: `${api.url}/mcp`, allowed_tools: ['list_agents', 'read_usage'], credential: 'b-key' }] },
+    });
+    await call(api.url, 'PUT', '/api/v2/secrets/b-key', { key: a.key, body: { value: b.key } });
+    await scriptModel(a.model, [{ toolCalls: [{ name: 'other__list_agents', arguments: '{}' }, { name: 'other__read_usage', arguments: '{}' }] }, { text: 'Listed.' }]);
+    expect((await respond(a)).body.status).toBe('completed');
+    expect(await offered(a)).toEqual(['other__list_agents', 'other__read_usage']);
+    const [agents, usage] = await toolResults(a);
+    // B's agents, not A's; and B's key lacks usage:read, which B's scopes decide.
+    expect(agents).toContain(b.agent);
+    expect(agents).not.toContain(a.agent);
+    expect(usage).toMatch(/^The tool failed: .*permission_denied.*usage:read/s);
+  });
+});
+
+describe('the mcp tool config and its connections', () => {
+  it('is checked when the agent is configured: label, URL, approval, credential name, one label per server', () => {
+    const mcp = { type: 'mcp', server_label: 'docs', server_url: 'https://mcp.example.com/mcp' };
+    expect(parseAgentConfig({ tools: [{ ...mcp, allowed_tools: ['search'], approval: { tools: { search: 'required' } }, credential: 'docs.token' }] }).tools).toHaveLength(1);
+    const refused = (tool: Record<string, unknown>, tools: unknown[] = [{ ...mcp, ...tool }]) => {
+      try {
+        parseAgentConfig({ tools });
+      } catch (err) {
+        return (err as ValidationError).message;
+      }
+      return 'taken';
+    };
+    expect(refused({ server_label: 'two__parts' })).toMatch(/server_label must be/);
+    expect(refused({ server_url: 'ftp://mcp.example.com' })).toMatch(/server_url must be https/);
+    expect(refused({ approval: 'sometimes' })).toMatch(/approval must be/);
+    expect(refused({ approval: { tools: { search: 'maybe' } } })).toMatch(/approval must be/);
+    expect(refused({ credential: 'sk-live 123' })).toMatch(/credential must name a workspace secret/);
+    expect(refused({ token: 'sk-live-123' })).toMatch(/unspecified keys: token/);
+    expect(refused({}, [mcp, { ...mcp, server_url: 'https://other.example.com/mcp' }])).toMatch(/same server_label/);
+  });
+
+  it("refuses, on the client's own connections, a server name that resolves to loopback after it was checked (DNS rebinding)", async () => {
+    const allowed = process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS;
+    process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = '';
+    resetConfig();
+    let connections = 0;
+    const local = http.createServer((_, res) => res.end('{}')).on('connection', () => connections++);
+    await new Promise<void>((r) => local.listen(0, '127.0.0.1', r));
+    try {
+      const port = (local.address() as AddressInfo).port;
+      const rebinding: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
+      const failed = await targetFetch(rebinding)(`https://rebind.example:${port}/mcp`, { method: 'POST', body: '{}' }).catch((err: Error) => err);
+      expect((failed as Error & { cause?: unknown }).cause).toBeInstanceOf(TargetRefused);
+      await expect(targetFetch()(`http://127.0.0.1:${port}/mcp`)).rejects.toBeInstanceOf(TargetRefused);
+      await expect(targetFetch()(`https://[::1]:${port}/mcp`)).rejects.toBeInstanceOf(TargetRefused);
+      expect(connections).toBe(0);
+    } finally {
+      local.close();
+      process.env.WEBHOOK_ALLOW_PRIVATE_TARGETS = allowed;
+      resetConfig();
+    }
+  });
+});
+
+/** Every payload in a history's events, wherever it sits. */
+function collectPayloads(value: unknown, into: { metadata?: unknown; data?: Uint8Array | null }[] = []): { metadata?: unknown; data?: Uint8Array | null }[] {
+  if (!value || typeof value !== 'object') return into;
+  if (Array.isArray(value)) {
+    for (const item of value) collectPayloads(item, into);
+    return into;
+  }
+  const record = value as Record<string, unknown>;
+  if (record.metadata && record.data instanceof Uint8Array && typeof record.metadata === 'object' && 'encoding' in (record.metadata as object)) {
+    into.push(record as never);
+    return into;
+  }
+  for (const child of Object.values(record)) collectPayloads(child, into);
+  return into;
+}
