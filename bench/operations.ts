@@ -2,7 +2,9 @@ import { performance } from 'node:perf_hooks';
 import type { Operation } from './load';
 import type { Stack } from './stack';
 import { timedFrames } from './sseFrames';
-import { slowTag, tokenTag } from './stubProvider';
+import { slowTag, tokenTag, toolTag } from './stubProvider';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
 /** GET through the whole API: authenticated, scoped, rate-limited, one indexed query. */
 export const AUTH_GET_PATH = '/api/v2/logs?limit=1';
@@ -26,8 +28,9 @@ export async function readEvents(res: Response): Promise<{ events: string[]; fir
 }
 
 /** The measured operations; each throws unless it got the success it expects. */
-export function operations(s: Stack): Record<'floor' | 'run' | 'v1Chat' | 'stream' | 'cancel' | 'authGet' | 'bareKoa', Operation> {
+export function operations(s: Stack): Record<'floor' | 'run' | 'v1Chat' | 'mcpRun' | 'mcpDirect' | 'stream' | 'cancel' | 'authGet' | 'bareKoa', Operation> {
   let streamSeq = 0;
+  let mcp: Promise<McpClient> | undefined;
   const respond = (input: string, stream: boolean) =>
     fetch(`${s.api}/api/v2/responses`, { method: 'POST', headers: s.auth, body: JSON.stringify({ agent: s.agent, input, ...(stream && { stream }) }) });
   return {
@@ -44,6 +47,22 @@ export function operations(s: Stack): Record<'floor' | 'run' | 'v1Chat' | 'strea
       const res = await fetch(`${s.api}/v1/chat/completions`, { method: 'POST', headers: s.auth, body: JSON.stringify({ model: s.agent, messages: [{ role: 'user', content: 'Say hello.' }] }) });
       const finish = (JSON.parse(await expectOk(res, 'POST /v1/chat/completions')) as { choices?: { finish_reason?: string }[] }).choices?.[0]?.finish_reason;
       if (finish !== 'stop') throw new Error(`the chat completion finished ${finish}`);
+    },
+    /** A run whose model calls the MCP server's `echo` once, then answers: two model calls, the tools' listing (kept) and one tools/call. */
+    async mcpRun() {
+      const res = await fetch(`${s.api}/api/v2/responses`, { method: 'POST', headers: s.auth, body: JSON.stringify({ agent: s.mcpAgent, input: `Echo it. ${toolTag('everything__echo')}` }) });
+      const status = (JSON.parse(await expectOk(res, 'POST /api/v2/responses (an MCP call)')) as { status?: string }).status;
+      if (status !== 'completed') throw new Error(`the run with an MCP call ended ${status}`);
+    },
+    /** The same tools/call made straight to the server with the SDK's client, over one open session. */
+    async mcpDirect() {
+      mcp ??= (async () => {
+        const client = new McpClient({ name: 'bench', version: '1' });
+        await client.connect(new StreamableHTTPClientTransport(new URL(s.mcpServer)));
+        return client;
+      })();
+      const result = await (await mcp).callTool({ name: 'echo', arguments: { message: 'bench' } });
+      if (result.isError) throw new Error(`echo answered an error: ${JSON.stringify(result.content)}`);
     },
     /** One streamed run; returns its first-delta overhead: the client's first delta minus the stub's first chunk. */
     async stream() {

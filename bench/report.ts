@@ -41,6 +41,8 @@ export interface Measured {
   run: { c1: Summary; c32: Loaded };
   /** The same run through POST /v1/chat/completions. */
   v1Chat: { c1: Summary; c32: Loaded };
+  /** A run with one remote MCP tool call (two model calls), and the same tools/call straight to the server. */
+  mcp: { direct: Summary; c1: Summary; c32: Loaded };
   stream: { c1: Summary; c32: Loaded };
   /** POST /runs/{id}/cancel of a streamed run at its first delta: its answer's time is the extra figure. */
   cancel: Summary;
@@ -245,6 +247,8 @@ export function report(m: Measured): void {
     v1_chat_over_run_p50_c1: ratio(m.v1Chat.c1.p50_ms, m.run.c1.p50_ms),
     run_over_v1_chat_rps_c32: ratio(m.run.c32.summary.rps, m.v1Chat.c32.summary.rps),
   };
+  // What one MCP call adds to a run beyond the call itself: the run with it, less a plain run and the call made straight.
+  const mcpCallOverhead = round2(m.mcp.c1.p50_ms - m.run.c1.p50_ms - m.mcp.direct.p50_ms);
   // Memory under the c32 load: the highest peak of any c32 phase.
   const peak = (name: string) => round2(Math.max(0, ...[m.floor.c32, m.run.c32, m.stream.c32, m.authGet, m.bareKoa].map((l) => l.usage.peakRssMb[name] ?? 0)));
   const rss = { api: peak('api'), worker: peak('worker'), floor_worker: peak('floor_worker') };
@@ -275,6 +279,7 @@ export function report(m: Measured): void {
     floor: { c1: figures(m.floor.c1), c32: loaded(m.floor.c32) },
     run: { c1: figures(m.run.c1), c32: loaded(m.run.c32) },
     v1_chat: { c1: figures(m.v1Chat.c1), c32: loaded(m.v1Chat.c32) },
+    mcp: { direct_c1: figures(m.mcp.direct), run_c1: figures(m.mcp.c1), run_c32: loaded(m.mcp.c32), call_overhead_p50_ms: mcpCallOverhead },
     stream: {
       first_delta_overhead_ms: overhead,
       c1: { ...figures(m.stream.c1), first_delta_overhead_ms: m.stream.c1.extra ?? null },
@@ -317,6 +322,10 @@ export function report(m: Measured): void {
     row('run', 32, m.run.c32.summary),
     row('v1_chat (same run)', 1, m.v1Chat.c1),
     row('v1_chat (same run)', 32, m.v1Chat.c32.summary),
+    row('mcp call, direct', 1, m.mcp.direct),
+    row('run with an mcp call', 1, m.mcp.c1),
+    row('run with an mcp call', 32, m.mcp.c32.summary),
+    `${'mcp call overhead p50'.padEnd(24)}${cell(1, 5)}${cell('', 7)}${cell('', 7)}${cell(mcpCallOverhead, 9)}   (run with the call, less a plain run and the call made straight)`,
     row('stream (whole run)', 1, m.stream.c1),
     row('stream (whole run)', 32, m.stream.c32.summary),
     overheadRow(1, m.stream.c1),

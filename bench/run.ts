@@ -127,6 +127,11 @@ async function measure(s: Stack, children: Children): Promise<Measured> {
     floor: { c1: await atC1('floor', op.floor), c32: await atC32('floor', op.floor) },
     run: { c1: await atC1('run', op.run), c32: await atC32('run', op.run) },
     v1Chat: { c1: await atC1('v1_chat (POST /v1/chat/completions, the same run)', op.v1Chat), c32: await atC32('v1_chat (POST /v1/chat/completions, the same run)', op.v1Chat) },
+    mcp: {
+      direct: await atC1('mcp_direct (tools/call of echo with the SDK client)', op.mcpDirect),
+      c1: await atC1('mcp_run (a run with one MCP tool call)', op.mcpRun),
+      c32: await atC32('mcp_run (a run with one MCP tool call)', op.mcpRun),
+    },
     stream: { c1: await atC1('stream', op.stream), c32: await atC32('stream', op.stream) },
     cancel: await cancelAnswers(op.cancel),
     authGet: await atC32(`auth_get (GET ${AUTH_GET_PATH})`, op.authGet, SETTINGS.get),

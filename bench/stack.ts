@@ -17,6 +17,7 @@ import { profileGoProcess } from './temporalProfile';
 export const FLOOR_QUEUE = 'bench-floor';
 export const PROFILE_DIR = path.join(PROJECT_ROOT, 'bench/results/profiles');
 const SERVICE_QUEUE = 'agent-runs';
+const MCP_EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/package.json').replace(/package\.json$/, 'dist/index.js');
 const COLLECTION = 'bench';
 /** Per 60 s window: far above what the load can send, so no request is refused, yet every limiter check still runs. */
 const RATE_LIMIT = '1000000000';
@@ -31,6 +32,9 @@ export interface Stack {
   /** The same agent with knowledge: it retrieves from `collection`. */
   knowledgeAgent: string;
   collection: string;
+  /** The same agent with a remote MCP server's `echo` (the reference server, on loopback) as its tool; and that server's URL. */
+  mcpAgent: string;
+  mcpServer: string;
   /** The floor process: each GET starts one floor workflow and answers once it has completed. */
   floor: string;
   stub: BenchStub;
@@ -91,7 +95,10 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   children.adopt('temporal', temporalServer.process);
   const temporalProfile = profile ? profileGoProcess(temporalServer.process.pid!, TEMPORAL_CLI, path.join(PROFILE_DIR, 'temporal')) : 'not profiled';
   const stubUrl = await stub.start();
-  const [apiPort, bareKoaPort, floorPort, workerMetricsPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [apiPort, bareKoaPort, floorPort, workerMetricsPort, mcpPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  // The MCP project's reference server, in its Streamable HTTP mode: it reads its port from PORT alone.
+  children.spawn('mcp-everything', process.execPath, [MCP_EVERYTHING, 'streamableHttp'], { PORT: String(mcpPort), PATH: process.env.PATH ?? '' });
+  const mcpServer = `http://127.0.0.1:${mcpPort}/mcp`;
   // The bench's own modules (migrate, admin commands, the Temporal client) read these. The service
   // runs outside DEVELOPMENT_MODE, as deployed, so it gets secrets of this run's own (unless given).
   Object.assign(process.env, {
@@ -100,6 +107,8 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     SIGNING_SECRET: process.env.SIGNING_SECRET || randomBytes(32).toString('hex'),
     PAYLOAD_ENCRYPTION_KEYS: process.env.PAYLOAD_ENCRYPTION_KEYS || `bench:${randomBytes(32).toString('base64')}`,
     METRICS_TOKEN: process.env.METRICS_TOKEN || randomBytes(16).toString('hex'),
+    // The webhook phase's receiver and the MCP server listen on loopback (the agent's config is checked here too).
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
   });
 
   await migrate();
@@ -107,6 +116,8 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   const key = await createWorkspaceKey({ workspace: workspace.id, scopes: 'responses:create,conversations:create,messages:create,logs:read,documents:create,knowledge:write,knowledge:read,jobs:create,jobs:read,agents:run', name: 'bench' });
   const agent = await createAgent({ workspace: workspace.id, name: 'bench', config: { model: 'bench', instructions: 'Answer briefly.' } });
   const knowledgeAgent = await createAgent({ workspace: workspace.id, name: 'bench-knowledge', config: { model: 'bench', instructions: 'Answer briefly.', knowledge: { collections: [COLLECTION] } } });
+  const mcpTool = { type: 'mcp', server_label: 'everything', server_url: mcpServer, allowed_tools: ['echo'] };
+  const mcpAgent = await createAgent({ workspace: workspace.id, name: 'bench-mcp', config: { model: 'bench', instructions: 'Answer briefly.', tools: [mcpTool] } });
   await closeDb();
 
   const env: NodeJS.ProcessEnv = {
@@ -123,8 +134,6 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     // Stopped at the end, the API drains at once, so a --cpu-prof profile is written before the bench gives up on it.
     SHUTDOWN_DELAY_MS: '0',
     SHUTDOWN_GRACE_MS: '2000',
-    // The webhook phase's receiver listens on loopback.
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: '1',
     ...(serviceDatabase && { DATABASE_URL: serviceDatabase(process.env.DATABASE_URL!) }),
   };
   const node = (name: string, script: string, args: string[] = [], extra: NodeJS.ProcessEnv = {}) =>
@@ -164,6 +173,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     waitFor('the service worker', () => polled(client, SERVICE_QUEUE)),
     waitFor('the floor worker', async () => (await polled(client, FLOOR_QUEUE)) && (await answers(floorPort))),
     waitFor('the bare Koa app', () => answers(bareKoaPort)),
+    waitFor('the MCP server', () => answers(mcpPort)),
   ]);
   return {
     api,
@@ -173,6 +183,8 @@ export async function startStack(children: Children, stub: BenchStub, database: 
     agent: agent.id,
     knowledgeAgent: knowledgeAgent.id,
     collection: COLLECTION,
+    mcpAgent: mcpAgent.id,
+    mcpServer,
     floor: `http://127.0.0.1:${floorPort}/`,
     stub,
     sampler,

@@ -11,6 +11,9 @@ const DELTAS = /\[bench-deltas:(\d+)\]/;
 /** Asks for a reply as a real model's comes: `chunks` content deltas, each after `waitMs` (streamed), or the whole reply after chunks × waitMs. */
 export const slowTag = (chunks: number, waitMs: number) => `[bench-slow:${chunks}:${waitMs}]`;
 const SLOW = /\[bench-slow:(\d+):(\d+)\]/;
+/** Asks for one call of this tool (arguments `{"message":"bench"}`) before the reply: the run's first call answers with it, the one after its result with text. */
+export const toolTag = (name: string) => `[bench-tool:${name}]`;
+const TOOL = /\[bench-tool:([A-Za-z0-9_-]+)\]/;
 
 /**
  * After the first chunk, the rest of a streamed reply follows this much later, as a real model's
@@ -69,6 +72,12 @@ export class BenchStub extends LoopbackServer {
     const slow = SLOW.exec(lastUserMessage);
     const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms).unref());
     if (slow && !body.stream) await wait(Number(slow[1]) * Number(slow[2]));
+    const tool = TOOL.exec(lastUserMessage)?.[1];
+    if (tool && !body.stream && messages.at(-1)?.role === 'user') {
+      const message = { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: tool, arguments: '{"message":"bench"}' } }] };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'tool_calls' }], usage: USAGE }));
+      return;
+    }
     if (!body.stream) {
       const message = { role: 'assistant', content: REPLY.join('') };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'stop' }], usage: USAGE }));

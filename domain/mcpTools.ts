@@ -20,6 +20,9 @@ export const MCP_LABEL_RULE = 'server_label must be 1-32 letters, digits, _ or -
  */
 export const MCP_SERVER_PROMPT_TOKENS = 4_096;
 
+/** What a model provider takes as a function's name: a tool whose full name is not one is not offered. */
+const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
 /** One tool as a server lists it (tools/list). */
 export interface McpToolListing {
   name: string;
@@ -65,13 +68,14 @@ export function mcpMayWait(server: McpToolConfig): boolean {
 
 /**
  * What the model is offered of a server's listing: its allowed tools, named with the label, in the
- * listing's order, as many as MCP_SERVER_PROMPT_TOKENS covers.
+ * listing's order, as many as MCP_SERVER_PROMPT_TOKENS covers (and none whose name a provider would
+ * refuse: MCP allows dots and 128 characters).
  */
 export function offeredMcpTools(server: McpToolConfig, listing: McpToolListing[]): ToolSpec[] {
   const offered: ToolSpec[] = [];
   let tokens = 0;
   for (const tool of listing) {
-    if (!mcpToolAllowed(server, tool.name)) continue;
+    if (!mcpToolAllowed(server, tool.name) || !FUNCTION_NAME.test(mcpToolName(server.server_label, tool.name))) continue;
     const spec: ToolSpec = { name: mcpToolName(server.server_label, tool.name), ...(tool.description && { description: tool.description }), parameters: tool.inputSchema };
     tokens += estimateTokens(JSON.stringify(spec));
     if (tokens > MCP_SERVER_PROMPT_TOKENS) break;

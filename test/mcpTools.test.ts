@@ -8,6 +8,7 @@ import { runTimeline } from '../api/dashboard/runTimeline';
 import { resetConfig } from '../infra/config';
 import { targetFetch, TargetRefused, type Resolver } from '../infra/outboundTarget';
 import { payloadCodec } from '../infra/payloadCodec';
+import { MCP_SERVER_PROMPT_TOKENS, offeredMcpTools } from '../domain/mcpTools';
 import { temporal } from '../infra/temporalClient';
 import { call, providerRequests, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 import { allFrames, openStream } from './support/sse';
@@ -194,6 +195,19 @@ describe('the mcp tool config and its connections', () => {
     expect(refused({ credential: 'sk-live 123' })).toMatch(/credential must name a workspace secret/);
     expect(refused({ token: 'sk-live-123' })).toMatch(/unspecified keys: token/);
     expect(refused({}, [mcp, { ...mcp, server_url: 'https://other.example.com/mcp' }])).toMatch(/same server_label/);
+  });
+
+  it("offers a server's allowed tools whose names a provider takes, as many as a server's share of the prompt covers", () => {
+    const docs = { type: 'mcp' as const, server_label: 'docs', server_url: 'https://mcp.example.com/mcp' };
+    const listing = [
+      { name: 'search', description: 'Search', inputSchema: { type: 'object' } },
+      { name: 'files.read', inputSchema: { type: 'object' } },
+      { name: 'x'.repeat(60), inputSchema: { type: 'object' } },
+      { name: 'huge', description: 'd'.repeat(4 * MCP_SERVER_PROMPT_TOKENS), inputSchema: { type: 'object' } },
+      { name: 'after', inputSchema: { type: 'object' } },
+    ];
+    expect(offeredMcpTools(docs, listing).map((t) => t.name)).toEqual(['docs__search']);
+    expect(offeredMcpTools({ ...docs, allowed_tools: ['after'] }, listing)).toEqual([{ name: 'docs__after', parameters: { type: 'object' } }]);
   });
 
   it("refuses, on the client's own connections, a server name that resolves to loopback after it was checked (DNS rebinding)", async () => {
