@@ -124,13 +124,17 @@ export function postToTarget(url: URL, body: string | Buffer, headers: Record<st
   });
 }
 
+let systemDispatcher: Agent | undefined;
+const guardedAgent = (resolve: Resolver) => new Agent({ connect: { lookup: guardedLookup(resolve) as never } });
+
 /**
  * A fetch for a client library that speaks to a checked target itself (the MCP SDK's transport):
  * the same rules as postToTarget, on every connection it opens, so a DNS answer that turns private
  * after the target was checked (rebinding) is refused too.
  */
 export function targetFetch(resolve: Resolver = systemResolver): typeof fetch {
-  const dispatcher = new Agent({ connect: { lookup: guardedLookup(resolve) as never } });
+  // One connection pool for every session with the system's resolver; a test's own resolver gets its own.
+  const dispatcher = resolve === systemResolver ? (systemDispatcher ??= guardedAgent(systemResolver)) : guardedAgent(resolve);
   return ((input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(input instanceof Request ? input.url : input);
     if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowPrivate())) return Promise.reject(new TargetRefused('the URL must use https'));

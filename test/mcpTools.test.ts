@@ -64,12 +64,16 @@ describe('MCP servers as agent tools', () => {
     expect(await toolResults(t)).toEqual(['The sum of 2 and 3 is 5.']);
   });
 
-  it('never calls a tool outside allowed_tools, and a result with isError is a failure the model sees', async () => {
-    const t = await tenant({ scopes: SCOPES, config: { tools: [server({ allowed_tools: ['echo'] })] } });
-    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__get-env', arguments: '{}' }, { name: 'everything__echo', arguments: '{"message":123}' }] }, { text: 'Neither worked.' }]);
+  it('never calls a tool outside allowed_tools, names content that is not text, and a result with isError is a failure the model sees', async () => {
+    const t = await tenant({ scopes: SCOPES, config: { tools: [server({ allowed_tools: ['echo', 'get-tiny-image'] })] } });
+    await scriptModel(t.model, [
+      { toolCalls: [{ name: 'everything__get-env', arguments: '{}' }, { name: 'everything__echo', arguments: '{"message":123}' }, { name: 'everything__get-tiny-image', arguments: '{}' }] },
+      { text: 'Neither worked.' },
+    ]);
     const frames = await streamed(t);
-    expect(await offered(t)).toEqual(['everything__echo']);
-    const [refused, failed] = await toolResults(t);
+    expect(await offered(t)).toEqual(['everything__echo', 'everything__get-tiny-image']);
+    const [refused, failed, image] = await toolResults(t);
+    expect(image).toBe("Here's the image you requested:\n[image: image/png, not shown]\nThe image above is the MCP logo.");
     // Had get-env been called, its answer would be the server's environment.
     expect(refused).toBe('No tool named everything__get-env is available.');
     expect(failed).toMatch(/^The tool reported an error: .*Input validation error/);
