@@ -8,7 +8,7 @@ import type { Scope } from '../domain/scopes';
 import type { ConversationRecord } from '../db/conversations';
 import { findRunnableAgent, type RunnableAgent } from '../db/agents';
 import { reserveCredits, reserveTurn } from '../db/creditReservations';
-import { transaction } from '../db/sql';
+import { transaction, type Sql } from '../db/sql';
 import { MAX_OPEN_TURNS, type ConcurrencyPolicy, type TurnRef } from '../domain/turns';
 import { documentExists } from '../db/documents';
 import { documentIndexedIn } from '../db/knowledgeChunks';
@@ -21,10 +21,20 @@ export interface ExecutionTarget {
   kind: RunKind;
   agentPublicId: string;
   /** Posting a message: the conversation, already resolved in the caller's workspace. */
-  conversation?: Pick<ConversationRecord, 'id' | 'publicId' | 'channel'>;
+  conversation?: TargetConversation;
+  /**
+   * Posting the first message of a conversation not yet open (a stored `/v1` response): it is opened
+   * in the transaction that holds the run's credits, so a refused run leaves no conversation behind.
+   */
+  opensConversation?: (tx: Sql) => Promise<TargetConversation>;
   /** Posting a message: what to do when earlier turns of the conversation are open (default enqueue). */
   concurrency?: ConcurrencyPolicy;
 }
+
+type TargetConversation = Pick<ConversationRecord, 'id' | 'publicId' | 'channel'>;
+
+/** Thrown inside the hold's transaction when a conversation was opened in it: the conversation goes too. */
+class NotHeld extends Error {}
 
 /** Who asks for the run: the caller's workspace and scopes, and the request's ids. */
 export interface RunRequester {
@@ -68,11 +78,12 @@ async function requireReachable(workspaceId: number, resourceId: unknown, plan: 
  * the turn to wait for when earlier turns of its conversation are open, refused instead under
  * `reject` or when the conversation holds MAX_OPEN_TURNS already. A resumed request keeps its turn.
  */
-async function holdCredits(workspaceId: number, runId: string, credits: number, target: ExecutionTarget): Promise<{ held: boolean; turn?: TurnRef }> {
-  const { conversation } = target;
-  if (!conversation) return { held: await reserveCredits(workspaceId, runId, credits) };
+async function holdCredits(workspaceId: number, runId: string, credits: number, target: ExecutionTarget): Promise<{ held: boolean; turn?: TurnRef; conversation?: TargetConversation }> {
+  if (!target.conversation && !target.opensConversation) return { held: await reserveCredits(workspaceId, runId, credits) };
   return transaction(async (tx) => {
+    const conversation = target.conversation ?? (await target.opensConversation!(tx));
     const turn = await reserveTurn(workspaceId, runId, credits, conversation.id, tx);
+    if (!turn && !target.conversation) throw new NotHeld();
     if (!turn) return { held: false };
     if (turn.reserved && turn.ahead.length > 0 && target.concurrency === 'reject') {
       // Thrown inside the transaction: nothing is held.
@@ -81,7 +92,10 @@ async function holdCredits(workspaceId: number, runId: string, credits: number, 
     if (turn.reserved && turn.ahead.length >= MAX_OPEN_TURNS) {
       throw new ServiceError('conversation_busy', `This conversation already has ${MAX_OPEN_TURNS} turns running or queued; retry once one has finished.`);
     }
-    return { held: true, ...(turn.ahead.length > 0 && { turn: { conversationId: conversation.id, number: turn.turn } }) };
+    return { held: true, conversation, ...(turn.ahead.length > 0 && { turn: { conversationId: conversation.id, number: turn.turn } }) };
+  }).catch((err) => {
+    if (err instanceof NotHeld) return { held: false };
+    throw err;
   });
 }
 
@@ -104,7 +118,7 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
   // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
   const contextTokens = await modelWindow();
   const maximum = maxRunCost(costInputOf({ config, kind: target.kind, input: request.input, attachments: request.attachments, options: request.options, exchange: request.exchange, contextTokens }));
-  const { held, turn } = await holdCredits(workspace.id, runId, maximum, target);
+  const { held, turn, conversation } = await holdCredits(workspace.id, runId, maximum, target);
   if (!held) {
     throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
   }
@@ -115,7 +129,7 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
     traceId: who.traceId ?? mintTraceId(),
     workspace,
     agent: { id: agent.id, publicId: agent.publicId, name: agent.name, version, config },
-    ...(target.conversation && { conversation: { id: target.conversation.id, publicId: target.conversation.publicId, channel: target.conversation.channel } }),
+    ...(conversation && { conversation: { id: conversation.id, publicId: conversation.publicId, channel: conversation.channel } }),
     ...(request.externalRef && { externalRef: request.externalRef }),
     input: request.input,
     attachments: request.attachments,

@@ -2,7 +2,7 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { generateText } from 'ai';
 import OpenAI from 'openai';
 import { callsHeld, providerRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
-import { expectOneRun, runsOf } from './support/v2Side';
+import { conversationsOf, expectOneRun, runsOf } from './support/v2Side';
 
 /**
  * The `/v1/responses` surface through OpenAI's Node SDK (and the AI SDK, whose default OpenAI model
@@ -33,6 +33,19 @@ describe('OpenAI SDK: responses', () => {
     expect((await openai.responses.retrieve(first.id)).output_text).toBe('Nice to meet you, Ada.');
     const run = await call2v2(t, second.id);
     expect(run.conversation).toBe(first.conversation?.id);
+  });
+
+  it('opens a stored response\'s conversation with its run: none for a refused request, one for a retried one', async () => {
+    const poor = await tenant({ scopes: SCOPES, credits: 1 });
+    await expect(client(poor).responses.create({ model: poor.agent, input: 'hi' })).rejects.toMatchObject({ status: 402, code: 'usage_blocked' });
+    expect(await conversationsOf(poor)).toBe(0);
+    const t = await tenant({ scopes: SCOPES });
+    await scriptModel(t.model, [{ text: 'Once.' }, { text: 'Twice.' }]);
+    const ask = () => client(t).responses.create({ model: t.agent, input: 'hi' }, { headers: { 'Idempotency-Key': 'stored-retry-1' } });
+    const [first, again] = [await ask(), await ask()];
+    expect(again).toMatchObject({ id: first.id, output_text: 'Once.', conversation: { id: first.conversation!.id } });
+    expect(await conversationsOf(t)).toBe(1);
+    expect(await runsOf(t)).toBe(1);
   });
 
   it('runs statelessly with store: false, on responses:create alone', async () => {

@@ -30,3 +30,9 @@ export async function runsOf(t: Tenant): Promise<number> {
 export async function recordedRuns(t: Tenant): Promise<{ status: string; error_code: string | null }[]> {
   return db().query('SELECT r.status, r.error_code FROM runs r JOIN workspaces w ON w.id = r.workspace_id WHERE w.public_id = :ws ORDER BY r.id', { replacements: { ws: t.workspace }, type: QueryTypes.SELECT });
 }
+
+/** How many conversations the workspace has (internal ones included). */
+export async function conversationsOf(t: Tenant): Promise<number> {
+  const [row] = await db().query<{ n: number }>('SELECT count(*)::int AS n FROM conversations c JOIN workspaces w ON w.id = c.workspace_id WHERE w.public_id = :ws', { replacements: { ws: t.workspace }, type: QueryTypes.SELECT });
+  return row.n;
+}

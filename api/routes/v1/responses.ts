@@ -7,7 +7,7 @@ import { findAgentInWorkspace } from '../../../db/agents';
 import { findPublicConversation, openConversation, type ConversationRecord } from '../../../db/conversations';
 import { Outbox } from '../../../db/outbox';
 import { findRun } from '../../../db/runs';
-import { transaction } from '../../../db/sql';
+import type { Sql } from '../../../db/sql';
 import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
 import { cancelAndShow } from '../../cancelRun';
@@ -29,10 +29,10 @@ import { CancelResponse, CreateResponseV1, RetrieveResponse, type ResponseBody }
 type Ctx = Context & { state: AppState };
 
 /**
- * The conversation a stored response is a turn of: the one of `previous_response_id`'s run, the one
- * `conversation` names, or a new one with the agent.
+ * The conversation a stored response continues: the one of `previous_response_id`'s run, or the one
+ * `conversation` names; none for the first turn of a new one.
  */
-async function conversationFor(ctx: Ctx, body: ResponseBody, agentPublicId: string): Promise<ConversationRecord> {
+async function conversationFor(ctx: Ctx, body: ResponseBody): Promise<ConversationRecord | undefined> {
   const workspace = workspaceOf(ctx.state.principal);
   if (body.previous_response_id) {
     const previous = await findRun(workspace.id, body.previous_response_id);
@@ -46,14 +46,20 @@ async function conversationFor(ctx: Ctx, body: ResponseBody, agentPublicId: stri
     if (!conversation) throw notFound('conversation_not_found');
     return conversation;
   }
-  const agent = await findAgentInWorkspace(workspace.id, agentPublicId);
-  if (!agent) throw notFound('agent_not_found');
-  return transaction(async (tx) => {
+  return undefined;
+}
+
+/** Opens the conversation of a stored response's first turn, in the transaction that holds the run's credits (api/planRun.ts). */
+function opensConversation(ctx: Ctx, agentPublicId: string) {
+  const workspace = workspaceOf(ctx.state.principal);
+  return async (tx: Sql) => {
+    const agent = await findAgentInWorkspace(workspace.id, agentPublicId, tx);
+    if (!agent) throw notFound('agent_not_found');
     const outbox = new Outbox(workspace, { requestId: ctx.state.requestId, traceId: (ctx.state.traceId ??= mintTraceId()) });
     const { conversation } = await openConversation({ workspace, agent, channel: 'api', externalRef: undefined }, outbox, tx);
     await outbox.write(tx);
     return conversation;
-  });
+  };
 }
 
 /** The run's answer as a response object; one waiting on its caller's tools shows the function calls to run. */
@@ -104,9 +110,11 @@ export function responsesV1Routes(router: Router<AppState>): void {
         exchange,
         options: { knowledgePolicy: 'auto' as const, memoryPolicy: store ? ('auto' as const) : ('none' as const), toolPolicy: 'auto' as const, preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: format },
       };
-      const conversation = store ? await conversationFor(ctx, body, agentPublicId) : undefined;
+      const conversation = store ? await conversationFor(ctx, body) : undefined;
       if (conversation && conversation.agentPublicId !== agentPublicId) throw invalidRequest(`model: the conversation continued is ${conversation.agentPublicId ?? 'no agent'}'s; a different agent is refused.`, 'model');
-      const target = conversation ? { kind: 'message' as const, agentPublicId, conversation, concurrency: 'enqueue' as const } : { kind: 'response' as const, agentPublicId };
+      const target = !store
+        ? { kind: 'response' as const, agentPublicId }
+        : { kind: 'message' as const, agentPublicId, concurrency: 'enqueue' as const, ...(conversation ? { conversation } : { opensConversation: opensConversation(ctx, agentPublicId) }) };
       const wire = stream ? responseEvents({ runId: () => ctx.state.runId ?? '', model: body.model, store, background, structured: format.type !== 'text' }) : undefined;
       await execute(ctx, request, target, { wire, background });
       if (!stream) answerAsResponse(ctx, shown);
