@@ -12,7 +12,7 @@ import { MCP_SERVER_PROMPT_TOKENS, offeredMcpTools } from '../domain/mcpTools';
 import { temporal } from '../infra/temporalClient';
 import { call, providerRequests, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 import { allFrames, openStream } from './support/sse';
-import { everythingServer, type EverythingServer } from './support/mcpEverything';
+import { changingToolsServer, everythingServer, type EverythingServer } from './support/mcpEverything';
 
 /**
  * Remote MCP servers as an agent's tools, against real servers: the MCP project's reference server
@@ -136,6 +136,26 @@ describe('MCP servers as agent tools', () => {
     const frames = await streamed(t);
     expect(frames.map((f) => f.event)).toEqual(['response.started', 'response.tool.started', 'response.tool.completed', 'response.output_text.delta', 'response.completed']);
     expect((await providerRequests(t.model)).at(-1)!.body.messages.at(-1)).toMatchObject({ role: 'tool', content: 'Echo: anew' });
+  });
+
+  it("offers a server's new tool once it says its list changed, before the kept listing would expire", async () => {
+    const changing = await changingToolsServer('alpha');
+    try {
+      const t = await tenant({ scopes: SCOPES, config: { tools: [{ type: 'mcp', server_label: 'changing', server_url: changing.url }] } });
+      await scriptModel(t.model, [{ text: 'ok' }]);
+      await respond(t);
+      expect(await offered(t)).toEqual(['changing__alpha']);
+      changing.addTool('beta');
+      // Within until's 45 s, below the listing's 60 s: only the notification can have dropped it.
+      await until(async () => {
+        await scriptModel(t.model, [{ text: 'ok' }]);
+        await respond(t);
+        const tools = ((await providerRequests(t.model)).at(-1)!.body.tools ?? []).map((tool: { function: { name: string } }) => tool.function.name);
+        return tools.includes('changing__beta') ? true : undefined;
+      }, 'the new tool to be offered');
+    } finally {
+      await changing.close();
+    }
   });
 
   it('sends the credential, a workspace secret, as the bearer token, and it is in no stream, log, or Temporal payload', async () => {

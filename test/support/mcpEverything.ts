@@ -1,4 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { freePort } from '../../workers/temporalDevServer';
 
 /**
@@ -39,4 +44,46 @@ export async function everythingServer(): Promise<EverythingServer> {
     });
   await start();
   return { url: `http://127.0.0.1:${port}/mcp`, stop, start };
+}
+
+/**
+ * A second real server, built with the SDK's own McpServer (stateful Streamable HTTP on a loopback
+ * port): its tools can change while clients are connected, and each connected session is told
+ * (`notifications/tools/list_changed`), which the reference server never does after initialization.
+ */
+export interface ChangingServer {
+  url: string;
+  /** Adds a tool answering its own name; every open session's client is told the list changed. */
+  addTool(name: string): void;
+  close(): Promise<void>;
+}
+
+export async function changingToolsServer(first: string): Promise<ChangingServer> {
+  const tools = [first];
+  const sessions = new Map<string, { server: McpServer; transport: StreamableHTTPServerTransport }>();
+  const register = (server: McpServer, name: string) => server.registerTool(name, { description: `Answers "${name}".` }, async () => ({ content: [{ type: 'text', text: name }] }));
+  const http = createServer(async (req, res) => {
+    const id = req.headers['mcp-session-id'];
+    const open = typeof id === 'string' ? sessions.get(id) : undefined;
+    if (open) return open.transport.handleRequest(req, res);
+    if (req.method !== 'POST') return void res.writeHead(400).end();
+    const server = new McpServer({ name: 'changing', version: '1' });
+    for (const name of tools) register(server, name);
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void sessions.set(sid, { server, transport }) });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    addTool(name) {
+      tools.push(name);
+      for (const { server } of sessions.values()) register(server, name);
+    },
+    async close() {
+      await Promise.all([...sessions.values()].map(({ server }) => server.close()));
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
 }
