@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ValidationError } from 'yup';
+import { ServiceError } from '../domain/errors';
 import { closeDb } from '../db/sequelize';
 import { closeRedis } from '../db/redis';
 import * as admin from './commands';
@@ -132,7 +133,7 @@ run(process.argv.slice(2))
     await Promise.all([closeDb(), closeRedis()]);
   })
   .catch(async (err) => {
-    const known = err instanceof admin.AdminError || err instanceof ValidationError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const known = err instanceof admin.AdminError || err instanceof ValidationError || err instanceof ServiceError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     process.stderr.write(JSON.stringify({ error: { message: known ? err.message : `unexpected failure: ${err?.message ?? err}` } }) + '\n');
     await Promise.all([closeDb(), closeRedis()]);
     process.exit(known ? 2 : 1);

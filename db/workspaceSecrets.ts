@@ -1,6 +1,7 @@
 import { isSealed, keyRing, open, seal, sealedKeyId, type KeyRing } from '../infra/encryption';
-import { isSecretName, isSecretValue, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE, type SecretView } from '../domain/secrets';
-import { sql, statement, type Sql } from './sql';
+import { ServiceError } from '../domain/errors';
+import { isSecretName, isSecretValue, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE, SECRETS_PER_WORKSPACE, type SecretView } from '../domain/secrets';
+import { sql, statement, transaction, type Sql } from './sql';
 
 /**
  * workspace_secrets (migration 0031): credentials an agent's tools use, sealed at rest with the payload
@@ -10,22 +11,33 @@ import { sql, statement, type Sql } from './sql';
 
 const VIEW = 'name, created_at, updated_at';
 
+// A new name only while the workspace holds fewer than $4 (replacing a value is always taken).
 const PUT = statement(
-  `INSERT INTO workspace_secrets (workspace_id, name, sealed) VALUES ($1, $2, $3)
+  `INSERT INTO workspace_secrets (workspace_id, name, sealed)
+   SELECT $1, $2, $3
+    WHERE EXISTS (SELECT 1 FROM workspace_secrets WHERE workspace_id = $1 AND name = $2)
+       OR (SELECT count(*) FROM workspace_secrets WHERE workspace_id = $1) < $4
    ON CONFLICT (workspace_id, name) DO UPDATE SET sealed = EXCLUDED.sealed, updated_at = now()
    RETURNING ${VIEW}`,
 );
+// Puts into one workspace count one after another, so two at once cannot both take the last place.
+const LOCK_WORKSPACE = statement("SELECT pg_advisory_xact_lock(hashtextextended('workspace_secrets:' || $1::text, 0))");
 const SEALED = statement('SELECT sealed FROM workspace_secrets WHERE workspace_id = $1 AND name = $2');
 // By code point, whatever the database's collation: the same order on every deployment.
 const LIST = statement(`SELECT ${VIEW} FROM workspace_secrets WHERE workspace_id = $1 ORDER BY name COLLATE "C"`);
 const DELETE = statement('DELETE FROM workspace_secrets WHERE workspace_id = $1 AND name = $2');
 
 /** Sets the workspace's secret `name`, replacing its value if it has one: its name and times (never the value). */
-export async function putSecret(workspaceId: number, name: string, value: string, on: Sql = sql): Promise<SecretView> {
+export async function putSecret(workspaceId: number, name: string, value: string): Promise<SecretView> {
   // The callers validate first (400 / a CLI error); this keeps a value that slipped past out of the table, without echoing it.
   if (!isSecretName(name)) throw new Error(SECRET_NAME_MESSAGE);
   if (!isSecretValue(value)) throw new Error(SECRET_VALUE_MESSAGE);
-  const [row] = await on.rows<SecretView>(PUT, [workspaceId, name, seal(Buffer.from(value, 'utf8'))]);
+  const sealed = seal(Buffer.from(value, 'utf8'));
+  const [row] = await transaction(async (tx) => {
+    await tx.rows(LOCK_WORKSPACE, [workspaceId]);
+    return tx.rows<SecretView>(PUT, [workspaceId, name, sealed, SECRETS_PER_WORKSPACE]);
+  });
+  if (!row) throw new ServiceError('secret_limit_reached', `This workspace has ${SECRETS_PER_WORKSPACE} secrets, the most it may have: delete one before setting another.`);
   return row;
 }
 

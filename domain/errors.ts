@@ -44,6 +44,7 @@ export const ERROR_TABLE = {
   schedule_limit_reached: { http: 409, runStatus: 'failed' },
   // Not in the spec's table: workspace secrets are beyond it (docs/api.md, "Secrets").
   secret_not_found: { http: 404, runStatus: 'failed' },
+  secret_limit_reached: { http: 409, runStatus: 'failed' },
   // Not in the spec's table: a dependency the request cannot safely go without (Redis for rate limits) is down.
   service_unavailable: { http: 503, runStatus: 'failed' },
   storage_quota_exceeded: { http: 409, runStatus: 'failed' },

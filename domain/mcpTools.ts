@@ -13,6 +13,9 @@ export const MCP_NAME_SEPARATOR = '__';
 export const MCP_LABEL = /^(?!.*__)[a-zA-Z0-9_-]{1,32}$/;
 export const MCP_LABEL_RULE = 'server_label must be 1-32 letters, digits, _ or -, without "__"';
 
+/** An agent's MCP servers, at most: each is listed when a run starts, and counted in every prompt. */
+export const MAX_MCP_SERVERS = 10;
+
 /**
  * What a server's offered tools may take of every model call's prompt: the run's credit hold counts
  * this much for each server (its tools are found only when the run starts), and tools past it are

@@ -10,6 +10,9 @@ export const SECRET_NAME = /^(?!\.+$)[A-Za-z0-9_.-]{1,64}$/;
 
 export const SECRET_NAME_MESSAGE = 'name must be 1 to 64 characters of letters, digits, "_", "." and "-", not dots alone';
 
+/** The most secrets a workspace holds: credentials for its tools, not a store. */
+export const SECRETS_PER_WORKSPACE = 100;
+
 /** The largest value (UTF-8 bytes) a secret holds: a bearer token, not a document. */
 export const MAX_SECRET_BYTES = 8192;
 

@@ -219,6 +219,8 @@ describe('the mcp tool config and its connections', () => {
     expect(refused({ credential: 'sk-live 123' })).toMatch(/credential must name a workspace secret/);
     expect(refused({ token: 'sk-live-123' })).toMatch(/unspecified keys: token/);
     expect(refused({}, [mcp, { ...mcp, server_url: 'https://other.example.com/mcp' }])).toMatch(/same server_label/);
+    expect(refused({}, Array.from({ length: 11 }, (_, i) => ({ ...mcp, server_label: `s${i}` })))).toMatch(/at most 10 mcp tools/);
+    expect(parseAgentConfig({ tools: Array.from({ length: 10 }, (_, i) => ({ ...mcp, server_label: `s${i}` })) }).tools).toHaveLength(10);
   });
 
   it("offers a server's allowed tools whose names a provider takes, as many as a server's share of the prompt covers", () => {

@@ -161,6 +161,17 @@ describe('the secrets endpoints', () => {
     expect((await remove(writer, 'fresh')).status).toBe(200);
   });
 
+  it('holds at most 100 a workspace, even when the last place is asked for twice at once: replacing a value is always taken', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    for (let i = 0; i < 98; i++) expect((await put(t.key, `s${i}`, { value: 'v' })).status).toBe(200);
+    const racing = await Promise.all([put(t.key, 'last-a', { value: 'v' }), put(t.key, 'last-b', { value: 'v' }), put(t.key, 'last-c', { value: 'v' })]);
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 200, 409]);
+    expect(racing.find((r) => r.status === 409)!.body.error.code).toBe('secret_limit_reached');
+    expect((await list(t.key)).body.data).toHaveLength(100);
+    expect((await put(t.key, 's0', { value: 'replaced' })).status).toBe(200);
+    expect((await put(t.key, 'one-more', { value: 'v' })).status).toBe(409);
+  });
+
   it('keeps each workspace to its own: another cannot see, delete or overwrite them', async () => {
     const mine = await tenant({ scopes: SCOPES });
     const theirs = await tenant({ scopes: SCOPES });

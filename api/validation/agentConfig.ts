@@ -1,6 +1,6 @@
 import * as yup from 'yup';
 import type { AgentConfig, McpApproval } from '../../domain/agents';
-import { MCP_LABEL, MCP_LABEL_RULE } from '../../domain/mcpTools';
+import { MAX_MCP_SERVERS, MCP_LABEL, MCP_LABEL_RULE } from '../../domain/mcpTools';
 import { SECRET_NAME } from '../../domain/secrets';
 import { config } from '../../infra/config';
 import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../../domain/knowledge';
@@ -56,6 +56,8 @@ const toolSchema = yup.lazy((tool: { type?: string; runs_on?: string } | undefin
   tool?.type === 'handoff' ? handoffTool : tool?.type === 'mcp' ? mcpTool : tool?.runs_on === 'client' ? clientTool : httpTool,
 );
 
+const mcpLabels = (tools: unknown[] | undefined) => (tools ?? []).flatMap((tool) => (tool && typeof tool === 'object' && 'server_label' in tool ? [String(tool.server_label)] : []));
+
 /** Collections an agent retrieves from, at most. */
 const MAX_AGENT_COLLECTIONS = 20;
 
@@ -65,10 +67,14 @@ export const agentConfigSchema = yup
     instructions: yup.string().max(100_000),
     model: yup.string().max(200),
     temperature: yup.number().min(0).max(2),
-    tools: yup.array(toolSchema).test('labels', 'two mcp tools have the same server_label', (tools) => {
-      const labels = (tools ?? []).flatMap((tool) => (tool && 'server_label' in tool ? [tool.server_label] : []));
-      return new Set(labels).size === labels.length;
-    }),
+    tools: yup
+      .array(toolSchema)
+      .test('labels', 'two mcp tools have the same server_label', (tools) => {
+        const labels = mcpLabels(tools);
+        return new Set(labels).size === labels.length;
+      })
+      // Each is listed at every run's start and counted in every call's prompt.
+      .test('servers', `an agent has at most ${MAX_MCP_SERVERS} mcp tools (servers)`, (tools) => mcpLabels(tools).length <= MAX_MCP_SERVERS),
     knowledge: yup
       .object({
         collections: yup.array(yup.string().required().matches(COLLECTION_NAME, COLLECTION_NAME_RULE)).max(MAX_AGENT_COLLECTIONS),

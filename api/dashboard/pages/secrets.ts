@@ -23,7 +23,12 @@ export function secretPages(router: Router<PageState>): void {
     const value = form.get('value') ?? '';
     const problem = !isSecretName(name) ? `The ${SECRET_NAME_MESSAGE}.` : !isSecretValue(value) ? `The ${SECRET_VALUE_MESSAGE}.` : undefined;
     if (problem) return secretsPage(ctx, { error: problem, name }, 400);
-    await putSecret(session.workspace.id, name, value);
+    try {
+      await putSecret(session.workspace.id, name, value);
+    } catch (err) {
+      if (err instanceof ServiceError && err.code === 'secret_limit_reached') return secretsPage(ctx, { error: err.message, name }, 409);
+      throw err;
+    }
     await secretsPage(ctx, { notice: `Secret ${name} set.` });
   });
 

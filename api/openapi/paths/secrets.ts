@@ -1,4 +1,4 @@
-import { MAX_SECRET_BYTES, SECRET_NAME } from '../../../domain/secrets';
+import { MAX_SECRET_BYTES, SECRET_NAME, SECRETS_PER_WORKSPACE } from '../../../domain/secrets';
 import { DeleteSecret, PutSecret } from '../../routes/secrets/schema';
 import { closed, constant, ref, string, timestamp } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
@@ -32,10 +32,11 @@ export const secrets: Resource = {
       put: operation('put', {
         id: 'putSecret',
         summary: 'Set a secret',
-        description: `Sets the workspace's secret \`name\` (a credential an agent's tools use, such as an MCP server's bearer token, named in agent config by \`credential\`), or replaces its value. The value (at most ${MAX_SECRET_BYTES} bytes) is sealed at rest (AES-256-GCM) and never returned, logged or put in an error message. Beyond the spec.`,
+        description: `Sets the workspace's secret \`name\` (a credential an agent's tools use, such as an MCP server's bearer token, named in agent config by \`credential\`), or replaces its value. A workspace holds at most ${SECRETS_PER_WORKSPACE} (409 \`secret_limit_reached\` for a new name past that). The value (at most ${MAX_SECRET_BYTES} bytes) is sealed at rest (AES-256-GCM) and never returned, logged or put in an error message. Beyond the spec.`,
         tag: 'Secrets',
         access: access('secrets:write'),
         request: PutSecret,
+        errors: ['secret_limit_reached'],
         responses: { '200': json('The secret (without its value).', ref('Secret')) },
       }),
       delete: operation('delete', {
