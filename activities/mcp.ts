@@ -1,11 +1,11 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import type { McpToolConfig } from '../domain/agents';
 import type { McpToolListing } from '../domain/mcpTools';
 import type { Deadline } from '../domain/runs';
 import { openSecret } from '../db/workspaceSecrets';
-import { callMcpTool as callRemote, listMcpTools, type McpRemote } from '../infra/mcpSessions';
+import { callMcpTool as callRemote, listMcpTools, redacted, type McpRemote } from '../infra/mcpSessions';
 import { TargetRefused } from '../infra/outboundTarget';
 import { callSignal, deadlineFailure } from './bounded';
 import { RunEvents } from './runEvents';
@@ -22,13 +22,22 @@ const MAX_RESULT_CHARS = 16 * 1024;
 
 /** The remote as this workspace reaches it: its URL, and the secret its config names as a bearer token. */
 async function remoteOf(workspaceId: number, server: McpToolConfig): Promise<McpRemote> {
-  if (!server.credential) return { url: server.server_url };
+  if (!server.credential) return { workspaceId, url: server.server_url };
   const token = await openSecret(workspaceId, server.credential);
-  if (token === undefined) {
-    throw ApplicationFailure.create({ type: 'tool_execution_failed', message: `MCP server ${server.server_label}: the workspace has no secret named ${server.credential}`, nonRetryable: true });
-  }
-  return { url: server.server_url, token };
+  const refused = (why: string) => ApplicationFailure.create({ type: 'tool_execution_failed', message: `MCP server ${server.server_label}: ${why}`, nonRetryable: true });
+  if (token === undefined) throw refused(`the workspace has no secret named ${server.credential}`);
+  // Never sent, and never quoted: a header refuses it with the whole value in its error message.
+  if (!HEADER_VALUE.test(token)) throw refused(`the secret ${server.credential} is not a valid bearer token (it holds control characters); set it again`);
+  return { workspaceId, url: server.server_url, token };
 }
+
+/** What an HTTP header value may hold (visible ASCII, spaces and tabs inside, and bytes past ASCII). */
+const HEADER_VALUE = /^[\x21-\x7e\x80-\uffff](?:[\t\x20-\x7e\x80-\uffff]*[\x21-\x7e\x80-\uffff])?$/;
+/** Progress events of one call: at most this many, and one at most every PROGRESS_EVERY_MS (the last always). */
+const MAX_PROGRESS_EVENTS = 100;
+const PROGRESS_EVERY_MS = 100;
+/** A server's own words in an error (a refused request's body) are cut to this. */
+const MAX_ERROR_CHARS = 500;
 
 export interface McpDiscovery {
   workspaceId: number;
@@ -45,10 +54,12 @@ export async function discoverMcpTools(d: McpDiscovery): Promise<McpListings> {
   const signal = callSignal(d.deadline);
   return Promise.all(
     d.servers.map(async (server) => {
+      let remote: McpRemote | undefined;
       try {
-        return { label: server.server_label, tools: await listMcpTools(await remoteOf(d.workspaceId, server), { signal, timeoutMs: TOOL_REQUEST_TIMEOUT_MS }) };
+        remote = await remoteOf(d.workspaceId, server);
+        return { label: server.server_label, tools: await listMcpTools(remote, { signal, budgetMs: TOOL_REQUEST_TIMEOUT_MS }) };
       } catch (err) {
-        return { label: server.server_label, error: `MCP server ${server.server_label} could not be reached: ${messageOf(err)}` };
+        return { label: server.server_label, error: `MCP server ${server.server_label} could not be reached: ${messageOf(err, remote?.token)}` };
       }
     }),
   );
@@ -80,13 +91,21 @@ export async function callMcpTool(call: McpInvocation): Promise<string> {
   const signal = callSignal(call.deadline);
   const event = { id: call.runId, call_id: call.callId, tool: call.name };
   if (ctx.info.attempt === 1) events.emit('response.tool.started', event);
+  let remote: McpRemote | undefined;
+  // A chatty server's progress is thinned: a run's stream holds its events whole, from response.started on.
+  let told = 0;
+  let toldAt = 0;
+  const progress = (p: Progress) => {
+    const last = p.total !== undefined && p.progress >= p.total;
+    if (told >= MAX_PROGRESS_EVENTS || (!last && Date.now() - toldAt < PROGRESS_EVERY_MS)) return;
+    told += 1;
+    toldAt = Date.now();
+    events.emit('response.tool.progress', { ...event, progress: p.progress, ...(p.total !== undefined && { total: p.total }), ...(p.message && { message: p.message.slice(0, 200) }) });
+  };
   try {
     const args = argumentsOf(call);
-    const result = await callRemote(await remoteOf(call.workspaceId, call.server), call.tool, args, {
-      signal,
-      timeoutMs: TOOL_REQUEST_TIMEOUT_MS,
-      onProgress: (p) => events.emit('response.tool.progress', { ...event, progress: p.progress, ...(p.total !== undefined && { total: p.total }), ...(p.message && { message: p.message }) }),
-    });
+    remote = await remoteOf(call.workspaceId, call.server);
+    const result = await callRemote(remote, call.tool, args, { signal, budgetMs: TOOL_REQUEST_TIMEOUT_MS, onProgress: progress });
     const text = resultText(result).slice(0, MAX_RESULT_CHARS);
     if (result.isError) {
       events.emit('response.tool.failed', { ...event, error: text.slice(0, 500) });
@@ -98,9 +117,7 @@ export async function callMcpTool(call: McpInvocation): Promise<string> {
     if (err instanceof ApplicationFailure) throw err;
     // The run's time is up: stopping the tool fails the run, whatever the tool policy.
     if (signal.aborted && !ctx.cancellationSignal.aborted) throw deadlineFailure(call.deadline);
-    // A refused target, or the server's refusal of the request (a 4xx: its scopes, its rules), is final.
-    const refused = err instanceof TargetRefused || (err instanceof StreamableHTTPError && (err.code ?? 0) >= 400 && (err.code ?? 0) < 500);
-    throw ApplicationFailure.create({ message: `tool ${call.name} failed: ${messageOf(err)}`, type: 'tool_execution_failed', nonRetryable: refused });
+    throw ApplicationFailure.create({ message: `tool ${call.name} failed: ${messageOf(err, remote?.token)}`, type: 'tool_execution_failed', nonRetryable: final(err) });
   } finally {
     await events.flush();
   }
@@ -132,7 +149,19 @@ function resultText(result: CallToolResult): string {
     .join('\n');
 }
 
-function messageOf(err: unknown): string {
+/**
+ * Whether trying again cannot help: a refused target (also when the connection's lookup refused it,
+ * which fetch wraps), the server's refusal of the request (a 4xx: its scopes, its rules), or its
+ * JSON-RPC error for the request itself (an unknown tool, bad arguments), unlike a timeout or a lost connection.
+ */
+function final(err: unknown): boolean {
+  if (err instanceof TargetRefused || (err as { cause?: unknown }).cause instanceof TargetRefused) return true;
+  if (err instanceof StreamableHTTPError) return (err.code ?? 0) >= 400 && (err.code ?? 0) < 500;
+  return err instanceof McpError && err.code !== ErrorCode.RequestTimeout && err.code !== ErrorCode.ConnectionClosed;
+}
+
+/** An error as a run may show it: the credential never in it, the server's own words cut short. */
+function messageOf(err: unknown, token: string | undefined): string {
   const cause = (err as { cause?: { code?: string } }).cause?.code;
-  return `${(err as Error).message ?? String(err)}${cause ? ` (${cause})` : ''}`;
+  return redacted(`${(err as Error).message ?? String(err)}${cause ? ` (${cause})` : ''}`, token).slice(0, MAX_ERROR_CHARS);
 }

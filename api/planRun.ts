@@ -5,7 +5,7 @@ import { hasPrefix, mintTraceId } from '../domain/ids';
 import { knowledgePlan, type KnowledgePlan } from '../domain/knowledge';
 import { type RunInput, type RunKind } from '../domain/runs';
 import type { Scope } from '../domain/scopes';
-import type { ConversationRecord } from '../db/conversations';
+import { conversationById, type ConversationRecord } from '../db/conversations';
 import { findRunnableAgent, type RunnableAgent } from '../db/agents';
 import { reserveCredits, reserveTurn } from '../db/creditReservations';
 import { transaction, type Sql } from '../db/sql';
@@ -35,6 +35,12 @@ type TargetConversation = Pick<ConversationRecord, 'id' | 'publicId' | 'channel'
 
 /** Thrown inside the hold's transaction when a conversation was opened in it: the conversation goes too. */
 class NotHeld extends Error {}
+/** A resumed request's hold was taken before, in the conversation opened then: the one opened now goes. */
+class HeldBefore extends Error {
+  constructor(readonly conversationId: number) {
+    super('held before');
+  }
+}
 
 /** Who asks for the run: the caller's workspace and scopes, and the request's ids. */
 export interface RunRequester {
@@ -84,6 +90,7 @@ async function holdCredits(workspaceId: number, runId: string, credits: number, 
     const conversation = target.conversation ?? (await target.opensConversation!(tx));
     const turn = await reserveTurn(workspaceId, runId, credits, conversation.id, tx);
     if (!turn && !target.conversation) throw new NotHeld();
+    if (turn && !turn.reserved && !target.conversation && turn.conversationId) throw new HeldBefore(turn.conversationId);
     if (!turn) return { held: false };
     if (turn.reserved && turn.ahead.length > 0 && target.concurrency === 'reject') {
       // Thrown inside the transaction: nothing is held.
@@ -93,8 +100,9 @@ async function holdCredits(workspaceId: number, runId: string, credits: number, 
       throw new ServiceError('conversation_busy', `This conversation already has ${MAX_OPEN_TURNS} turns running or queued; retry once one has finished.`);
     }
     return { held: true, conversation, ...(turn.ahead.length > 0 && { turn: { conversationId: conversation.id, number: turn.turn } }) };
-  }).catch((err) => {
+  }).catch(async (err) => {
     if (err instanceof NotHeld) return { held: false };
+    if (err instanceof HeldBefore) return holdCredits(workspaceId, runId, credits, { ...target, opensConversation: undefined, conversation: await conversationById(err.conversationId) });
     throw err;
   });
 }

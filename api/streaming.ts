@@ -19,9 +19,10 @@ export interface StreamWire {
   frame(type: string, data: string, id?: string): string;
   /**
    * For a wire whose clients answer tool calls with a new request (OpenAI's): the stream ends when
-   * the run waits on its caller, with these frames of the run as it stands. The run goes on waiting.
+   * the run waits on its caller, with these frames of the run as it stands (undefined while the run
+   * waits on others only, such as an approver: the stream goes on). The run goes on waiting.
    */
-  waiting?(run: RunResponse): string;
+  waiting?(run: RunResponse): string | undefined;
 }
 
 const SPEC_WIRE: StreamWire = { frame: sseFrame };
@@ -99,8 +100,9 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   // or none when they were answered since (a stream replayed later goes on).
   const endIfWaiting = async () => {
     const run = await runAsItStands(ctx.state.principal!, o.runId);
-    if (!run.required_action || over()) return;
-    write(wire.waiting!(run));
+    const frames = run.required_action && wire.waiting!(run);
+    if (!frames || over()) return;
+    write(frames);
     terminal = true;
     end();
   };

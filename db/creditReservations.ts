@@ -18,12 +18,13 @@ const RESERVE = statement(
    INSERT INTO credit_reservations (run_public_id, workspace_id, credits, conversation_id) SELECT $2, $1, $3, $4 FROM debit RETURNING turn`,
 );
 // Touched when a resumed request finds its hold, so the reconciler does not take it for abandoned.
-const HELD = statement('UPDATE credit_reservations SET created_at = now() WHERE run_public_id = $1 RETURNING turn');
+const HELD = statement('UPDATE credit_reservations SET created_at = now() WHERE run_public_id = $1 RETURNING turn, conversation_id AS "conversationId"');
 
-/** A hold: `reserved` when this call took it, false when it was taken before (a resumed request). */
+/** A hold: `reserved` when this call took it, false when it was taken before (a resumed request: then the conversation it was taken in). */
 interface Hold {
   turn: number;
   reserved: boolean;
+  conversationId?: number | null;
 }
 
 async function hold(workspaceId: number, runId: string, credits: number, conversationId: number | null, on: Sql): Promise<Hold | undefined> {
@@ -34,8 +35,8 @@ async function hold(workspaceId: number, runId: string, credits: number, convers
     // A concurrent attempt of the same request reserved first.
     if ((err as { code?: string }).code !== '23505') throw err;
   }
-  const [found] = await on.rows<{ turn: string }>(HELD, [runId]);
-  return found && { turn: Number(found.turn), reserved: false };
+  const [found] = await on.rows<{ turn: string; conversationId: string | null }>(HELD, [runId]);
+  return found && { turn: Number(found.turn), reserved: false, conversationId: found.conversationId === null ? null : Number(found.conversationId) };
 }
 
 /** Holds `credits` for the run; false when the balance cannot cover them. A run reserved before stays reserved. */

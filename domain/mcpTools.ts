@@ -4,17 +4,26 @@ import { estimateTokens } from './usage';
 
 /**
  * Remote MCP servers as an agent's tools (docs/api.md, "MCP servers as tools"). The model sees each
- * allowed tool of a server as `<server_label>__<tool>`, so two servers never collide; a label has no
- * `__` of its own, so a name splits back at its first one.
+ * allowed tool of a server as `<server_label>__<tool>`, so two servers never collide; a run calls
+ * only the names it offered, each mapped to its server and tool when offered (never split back).
  */
 export const MCP_NAME_SEPARATOR = '__';
 
-/** A server label: what prefixes its tools' names (a model's function name is at most 64 characters). */
-export const MCP_LABEL = /^(?!.*__)[a-zA-Z0-9_-]{1,32}$/;
-export const MCP_LABEL_RULE = 'server_label must be 1-32 letters, digits, _ or -, without "__"';
+/**
+ * A server label: what prefixes its tools' names (a model's function name is at most 64 characters).
+ * No `__`, and no `_` at either end, so `<label>__<tool>` never reads as another label's name.
+ */
+export const MCP_LABEL = /^(?!_)(?!.*__)(?!.*_$)[a-zA-Z0-9_-]{1,32}$/;
+export const MCP_LABEL_RULE = 'server_label must be 1-32 letters, digits, _ or -, without "__" and not beginning or ending with "_"';
 
 /** An agent's MCP servers, at most: each is listed when a run starts, and counted in every prompt. */
 export const MAX_MCP_SERVERS = 10;
+
+/** A tool the run offered the model: its server, and its own name there. */
+export interface OfferedMcpTool {
+  server: McpToolConfig;
+  tool: string;
+}
 
 /**
  * What a server's offered tools may take of every model call's prompt: the run's credit hold counts
@@ -43,14 +52,6 @@ export function mcpToolName(label: string, tool: string): string {
   return `${label}${MCP_NAME_SEPARATOR}${tool}`;
 }
 
-/** The server and tool a model's function name means, if it names one of the agent's servers. */
-export function findMcpTool(config: AgentConfig, name: string): { server: McpToolConfig; tool: string } | undefined {
-  const at = name.indexOf(MCP_NAME_SEPARATOR);
-  if (at < 1) return undefined;
-  const server = mcpServersOf(config, 'auto').find((s) => s.server_label === name.slice(0, at));
-  return server && { server, tool: name.slice(at + MCP_NAME_SEPARATOR.length) };
-}
-
 /** Whether the agent lets the model call this tool of the server (allowed_tools, when given). */
 export function mcpToolAllowed(server: McpToolConfig, tool: string): boolean {
   return server.allowed_tools === undefined || server.allowed_tools.includes(tool);
@@ -74,15 +75,15 @@ export function mcpMayWait(server: McpToolConfig): boolean {
  * listing's order, as many as MCP_SERVER_PROMPT_TOKENS covers (and none whose name a provider would
  * refuse: MCP allows dots and 128 characters).
  */
-export function offeredMcpTools(server: McpToolConfig, listing: McpToolListing[]): ToolSpec[] {
-  const offered: ToolSpec[] = [];
+export function offeredMcpTools(server: McpToolConfig, listing: McpToolListing[]): (ToolSpec & { tool: string })[] {
+  const offered: (ToolSpec & { tool: string })[] = [];
   let tokens = 0;
   for (const tool of listing) {
     if (!mcpToolAllowed(server, tool.name) || !FUNCTION_NAME.test(mcpToolName(server.server_label, tool.name))) continue;
     const spec: ToolSpec = { name: mcpToolName(server.server_label, tool.name), ...(tool.description && { description: tool.description }), parameters: tool.inputSchema };
     tokens += estimateTokens(JSON.stringify(spec));
     if (tokens > MCP_SERVER_PROMPT_TOKENS) break;
-    offered.push(spec);
+    offered.push({ ...spec, tool: tool.name });
   }
   return offered;
 }

@@ -16,15 +16,17 @@ export const SECRETS_PER_WORKSPACE = 100;
 /** The largest value (UTF-8 bytes) a secret holds: a bearer token, not a document. */
 export const MAX_SECRET_BYTES = 8192;
 
-export const SECRET_VALUE_MESSAGE = `value must be a non-empty string of at most ${MAX_SECRET_BYTES} bytes (UTF-8)`;
+export const SECRET_VALUE_MESSAGE = `value must be a non-empty string of at most ${MAX_SECRET_BYTES} bytes (UTF-8), without control characters`;
 
 export function isSecretName(name: unknown): name is string {
   return typeof name === 'string' && SECRET_NAME.test(name);
 }
 
 /** Whether a value may be stored: a string of 1 to MAX_SECRET_BYTES UTF-8 bytes (never echoed back when it may not). */
+// A credential is sent as a header: one holding a control character could never be sent (and the
+// refusal would quote it whole).
 export function isSecretValue(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && Buffer.byteLength(value, 'utf8') <= MAX_SECRET_BYTES;
+  return typeof value === 'string' && value.length > 0 && Buffer.byteLength(value, 'utf8') <= MAX_SECRET_BYTES && !/[\x00-\x1f\x7f]/.test(value);
 }
 
 /** A secret as every surface shows it: its name and times, never its value. */

@@ -9,13 +9,15 @@ import { targetFetch } from './outboundTarget';
 
 /**
  * This worker's sessions with remote MCP servers (docs/api.md, "MCP servers as tools"): one per
- * server and credential, opened on first use with the SDK's Streamable HTTP client, and kept; a
- * session the server no longer knows (restarted, expired) is opened again once, transparently. Each
- * server's tool listing is kept for MCP_LIST_TTL_MS, and dropped at once when the server says its
- * list changed.
+ * workspace, server and credential, opened on first use with the SDK's Streamable HTTP client, and
+ * kept; a session the server no longer knows (restarted, expired) is opened again once,
+ * transparently. Each session's tool listing is kept for MCP_LIST_TTL_MS, and dropped at once when
+ * the server says its list changed. Every operation has one time budget, opening the session included.
  */
 
 export interface McpRemote {
+  /** Sessions are never shared across workspaces, whatever state a server keeps in one. */
+  workspaceId: number;
   url: string;
   /** The workspace secret's value, sent as a bearer token; held only in this process's memory. */
   token?: string;
@@ -23,20 +25,31 @@ export interface McpRemote {
 
 /** How long a server's tools/list answer is used before it is asked again. */
 export const MCP_LIST_TTL_MS = 60_000;
-/** Sessions kept per worker; the least recently used is closed past this. */
+/** Sessions kept per worker; past this the least recently used is ended once no call uses it. */
 const MAX_SESSIONS = 256;
-/** Opening a session (initialize) gives up after this. */
-const CONNECT_TIMEOUT_MS = 10_000;
+/** tools/list pages read at most: a server that pages on and on is not listed whole. */
+const MAX_LIST_PAGES = 20;
+/** A session's end (its DELETE) is waited for at most this at a worker's shutdown. */
+const END_TIMEOUT_MS = 2_000;
 
 const CLIENT_INFO = { name: 'agent-execution-service', version: '1' };
 
+/** One open session: the client, and how many operations use it now (an evicted one is ended once idle). */
+interface Session {
+  client: Promise<Client>;
+  users: number;
+  evicted: boolean;
+  /** Bumped by list_changed: a listing asked before it is not kept. */
+  generation: number;
+}
+
 // The token is part of the key only as its hash: two credentials never share a session.
-const keyOf = (remote: McpRemote) => createHash('sha256').update(`${remote.url}\n${remote.token ?? ''}`).digest('hex');
+const keyOf = (remote: McpRemote) => createHash('sha256').update(`${remote.workspaceId}\n${remote.url}\n${remote.token ?? ''}`).digest('hex');
 
 /** Ends a session: the server is told (a DELETE), so it need not keep it until it expires. */
-async function end(session: Promise<Client>): Promise<void> {
+async function end(session: Session): Promise<void> {
   try {
-    const client = await session;
+    const client = await session.client;
     await (client.transport as StreamableHTTPClientTransport | undefined)?.terminateSession().catch(() => undefined);
     await client.close();
   } catch {
@@ -44,45 +57,54 @@ async function end(session: Promise<Client>): Promise<void> {
   }
 }
 
-/** Sessions being ended, so a worker's shutdown waits for them. */
+/** Sessions being ended, so a worker's shutdown waits for them (a little). */
 const ending = new Set<Promise<void>>();
-const sessions = new LRUCache<string, Promise<Client>>({
-  max: MAX_SESSIONS,
-  dispose: (session) => {
-    const ended = end(session);
-    ending.add(ended);
-    void ended.finally(() => ending.delete(ended));
-  },
-});
+function retire(session: Session): void {
+  session.evicted = true;
+  if (session.users > 0) return;
+  const ended = end(session);
+  ending.add(ended);
+  void ended.finally(() => ending.delete(ended));
+}
+
+const sessions = new LRUCache<string, Session>({ max: MAX_SESSIONS, dispose: retire });
 const listings = new LRUCache<string, McpToolListing[]>({ max: MAX_SESSIONS, ttl: MCP_LIST_TTL_MS });
 
-async function open(remote: McpRemote, key: string): Promise<Client> {
+async function open(remote: McpRemote, key: string, session: () => Session | undefined, timeoutMs: number): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(remote.url), {
     fetch: targetFetch(),
     ...(remote.token && { requestInit: { headers: { authorization: `Bearer ${remote.token}` } } }),
   });
   const client = new Client(CLIENT_INFO, { capabilities: {} });
-  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => void listings.delete(key));
+  client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    listings.delete(key);
+    const current = session();
+    if (current) current.generation += 1;
+  });
   // The transport's own reconnects report here; a call that fails says so to its caller.
-  client.onerror = (err) => logger.debug({ err: String(err), server: remote.url }, 'mcp session error');
-  await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
+  client.onerror = (err) => logger.debug({ err: redacted(String(err), remote.token), server: remote.url }, 'mcp session error');
+  await client.connect(transport, { timeout: timeoutMs });
   return client;
 }
 
-function session(remote: McpRemote, key: string): Promise<Client> {
-  let opening = sessions.get(key);
-  if (!opening) {
-    opening = open(remote, key);
-    sessions.set(key, opening);
+function sessionFor(remote: McpRemote, key: string, timeoutMs: number): Session {
+  let session = sessions.get(key);
+  if (!session) {
+    const created: Session = { client: Promise.resolve(undefined as never), users: 0, evicted: false, generation: 0 };
+    created.client = open(remote, key, () => (sessions.get(key) === created ? created : undefined), timeoutMs);
     // A session that could not be opened is not kept: the next call tries again.
-    opening.catch(() => sessions.get(key) === opening && sessions.delete(key));
+    created.client.catch(() => sessions.get(key) === created && sessions.delete(key));
+    sessions.set(key, created);
+    session = created;
   }
-  return opening;
+  return session;
 }
 
-/** The server no longer knows the session: 404 as the protocol says, or the 400 some servers answer instead. */
-function sessionGone(err: unknown): boolean {
-  return err instanceof StreamableHTTPError && (err.code === 404 || (err.code === 400 && /session/i.test(err.message)));
+/** The server no longer knows the session it was sent: 404 as the protocol says, or the 400 some servers answer instead. */
+function sessionGone(err: unknown, client: Client): boolean {
+  if (!(err instanceof StreamableHTTPError)) return false;
+  const sent = (client.transport as StreamableHTTPClientTransport | undefined)?.sessionId !== undefined;
+  return sent && (err.code === 404 || (err.code === 400 && /session/i.test(err.message)));
 }
 
 /** The server could not be reached, or the session's connection broke: the session is not used again. */
@@ -90,57 +112,89 @@ function sessionBroken(err: unknown): boolean {
   return err instanceof TypeError || (err instanceof McpError && err.code === ErrorCode.ConnectionClosed);
 }
 
-async function withSession<T>(remote: McpRemote, use: (client: Client) => Promise<T>): Promise<T> {
+/**
+ * Runs `use` on the remote's session, within `budgetMs` in all (opening the session included), with
+ * a signal of its own that follows `signal`: the SDK keeps its listener on the signal it is given.
+ */
+async function withSession<T>(remote: McpRemote, o: { signal?: AbortSignal; budgetMs: number }, use: (client: Client, call: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
   const key = keyOf(remote);
-  const first = session(remote, key);
+  const until = Date.now() + o.budgetMs;
+  const left = () => Math.max(1, until - Date.now());
+  const controller = new AbortController();
+  const stop = () => controller.abort(o.signal?.reason);
+  o.signal?.addEventListener('abort', stop, { once: true });
+  const attempt = async (session: Session): Promise<{ ok: true; value: T } | { ok: false; err: unknown; client: Client }> => {
+    session.users += 1;
+    try {
+      const client = await session.client;
+      try {
+        return { ok: true, value: await use(client, { signal: controller.signal, timeout: left() }) };
+      } catch (err) {
+        return { ok: false, err, client };
+      }
+    } finally {
+      session.users -= 1;
+      if (session.evicted && session.users === 0) retire(session);
+    }
+  };
   try {
-    return await use(await first);
-  } catch (err) {
+    const first = sessionFor(remote, key, left());
+    const tried = await attempt(first);
+    if (tried.ok) return tried.value;
     // A refusal of one request (a 403, a tool's own error) leaves the session to the calls sharing it.
-    const gone = sessionGone(err);
-    if ((gone || sessionBroken(err)) && sessions.get(key) === first) sessions.delete(key);
-    if (!gone) throw err;
+    const gone = sessionGone(tried.err, tried.client);
+    if ((gone || sessionBroken(tried.err)) && sessions.get(key) === first) sessions.delete(key);
+    if (!gone) throw tried.err;
     // Forgotten by the server (restarted, expired): opened again at once, unseen by the caller.
-    return use(await session(remote, key));
+    const again = await attempt(sessionFor(remote, key, left()));
+    if (again.ok) return again.value;
+    throw again.err;
+  } finally {
+    o.signal?.removeEventListener('abort', stop);
   }
 }
 
-/** The server's tools (every page of tools/list), from this worker's copy while it is fresh. */
-export async function listMcpTools(remote: McpRemote, o: { signal?: AbortSignal; timeoutMs: number }): Promise<McpToolListing[]> {
+/** The server's tools (tools/list, up to MAX_LIST_PAGES pages), from this worker's copy while it is fresh. */
+export async function listMcpTools(remote: McpRemote, o: { signal?: AbortSignal; budgetMs: number }): Promise<McpToolListing[]> {
   const key = keyOf(remote);
   const kept = listings.get(key);
   // A kept listing spares the list, not the check that the server answers now (a ping on the open session).
-  if (kept) return withSession(remote, (client) => client.ping({ signal: o.signal, timeout: o.timeoutMs })).then(() => kept);
-  const tools = await withSession(remote, async (client) => {
+  if (kept) return withSession(remote, o, (client, call) => client.ping(call)).then(() => kept);
+  let generation = 0;
+  const tools = await withSession(remote, o, async (client, call) => {
+    generation = sessions.get(key)?.generation ?? 0;
     const all: McpToolListing[] = [];
     let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor ? { cursor } : undefined, { signal: o.signal, timeout: o.timeoutMs });
-      all.push(...page.tools.map((t) => ({ name: t.name, ...(t.description && { description: t.description }), inputSchema: t.inputSchema as Record<string, unknown> })));
-      cursor = page.nextCursor;
-    } while (cursor);
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const listed = await client.listTools(cursor ? { cursor } : undefined, call);
+      all.push(...listed.tools.map((t) => ({ name: t.name, ...(t.description && { description: t.description }), inputSchema: t.inputSchema as Record<string, unknown> })));
+      cursor = listed.nextCursor;
+      if (!cursor) break;
+    }
     return all;
   });
-  listings.set(key, tools);
+  // Not kept if the list changed while it was read: the next run asks again.
+  if ((sessions.get(key)?.generation ?? 0) === generation) listings.set(key, tools);
   return tools;
 }
 
 /** One tools/call; progress the server reports is handed on as it comes. */
-export function callMcpTool(remote: McpRemote, name: string, args: Record<string, unknown>, o: { signal?: AbortSignal; timeoutMs: number; onProgress?: (p: Progress) => void }): Promise<CallToolResult> {
-  return withSession(remote, async (client) => {
-    const result = await client.callTool({ name, arguments: args }, CallToolResultSchema, {
-      signal: o.signal,
-      timeout: o.timeoutMs,
-      maxTotalTimeout: o.timeoutMs,
-      ...(o.onProgress && { onprogress: o.onProgress, resetTimeoutOnProgress: true }),
-    });
+export function callMcpTool(remote: McpRemote, name: string, args: Record<string, unknown>, o: { signal?: AbortSignal; budgetMs: number; onProgress?: (p: Progress) => void }): Promise<CallToolResult> {
+  return withSession(remote, o, async (client, call) => {
+    const result = await client.callTool({ name, arguments: args }, CallToolResultSchema, { ...call, maxTotalTimeout: call.timeout, ...(o.onProgress && { onprogress: o.onProgress, resetTimeoutOnProgress: true }) });
     return result as CallToolResult;
   });
 }
 
-/** Closes every session (a worker shutting down, a test's end). */
+/** A text with the token, if it appears, replaced: errors quote what they could not send. */
+export function redacted(text: string, token: string | undefined): string {
+  return token ? text.split(token).join('[credential]') : text;
+}
+
+/** Ends every session (a worker shutting down, a test's end), waiting at most END_TIMEOUT_MS for the servers. */
 export async function closeMcpSessions(): Promise<void> {
+  for (const session of sessions.values()) session.users = 0;
   sessions.clear();
   listings.clear();
-  await Promise.all([...ending]);
+  await Promise.race([Promise.all([...ending]), new Promise((resolve) => setTimeout(resolve, END_TIMEOUT_MS).unref())]);
 }

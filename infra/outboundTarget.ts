@@ -141,6 +141,7 @@ export function targetFetch(resolve: Resolver = systemResolver): typeof fetch {
     const literal = literalHost(url);
     // A literal address never reaches the lookup hook, so it is checked here.
     if (literal && forbiddenAddress(literal) && !allowPrivate()) return Promise.reject(new TargetRefused(`refused target address ${literal}`));
-    return undiciFetch(input as never, { ...(init as object), dispatcher } as never);
+    // Never followed here: a redirect to an address literal would skip the lookup's check (the caller follows, through this fetch again).
+    return undiciFetch(input as never, { ...(init as object), redirect: 'manual', dispatcher } as never);
   }) as typeof fetch;
 }

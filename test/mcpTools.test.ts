@@ -27,6 +27,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await everything?.stop();
 });
+/** What a test started, stopped after it whatever its outcome. */
+const cleanups: (() => Promise<void>)[] = [];
+const afterEachTest = (cleanup: () => Promise<void>) => cleanups.push(cleanup);
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+});
 
 const SCOPES = ['responses:create', 'secrets:write', 'logs:read'];
 const server = (extra: Record<string, unknown> = {}) => ({ type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: ['echo', 'get-sum', 'trigger-long-running-operation'], ...extra });
@@ -159,13 +165,17 @@ describe('MCP servers as agent tools', () => {
   });
 
   it('sends the credential, a workspace secret, as the bearer token, and it is in no stream, log, or Temporal payload', async () => {
-    const t = await tenant({ scopes: SCOPES, config: { tools: [server({ credential: 'everything-token' })] } });
+    const remote = await changingToolsServer('alpha');
+    afterEachTest(() => remote.close());
+    const t = await tenant({ scopes: SCOPES, config: { tools: [{ type: 'mcp', server_label: 'remote', server_url: remote.url, credential: 'remote-token' }] } });
     const secret = `sk-live-${createHash('sha256').update(String(Math.random())).digest('hex')}`;
-    expect((await call(api.url, 'PUT', '/api/v2/secrets/everything-token', { key: t.key, body: { value: secret } })).status).toBe(200);
-    await scriptModel(t.model, [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"with a token"}' }] }, { chunks: ['Done.'] }]);
+    expect((await call(api.url, 'PUT', '/api/v2/secrets/remote-token', { key: t.key, body: { value: secret } })).status).toBe(200);
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'remote__alpha', arguments: '{}' }] }, { chunks: ['Done.'] }]);
     const frames = await streamed(t);
     expect(frames.at(-1)!.event).toBe('response.completed');
-    expect(await toolResults(t)).toEqual(['Echo: with a token']);
+    expect(await toolResults(t)).toEqual(['alpha']);
+    expect(remote.authorizations.length).toBeGreaterThan(2);
+    expect(new Set(remote.authorizations)).toEqual(new Set([`Bearer ${secret}`]));
     const runId = frames[0].data.id;
     expect(JSON.stringify(frames)).not.toContain(secret);
     expect((await call(api.url, 'GET', '/api/v2/logs', { key: t.key })).text).not.toContain(secret);
@@ -178,7 +188,7 @@ describe('MCP servers as agent tools', () => {
     const payloads = collectPayloads(events);
     expect(payloads.length).toBeGreaterThan(3);
     const opened = JSON.stringify(await Promise.all(payloads.map(async (p) => defaultPayloadConverter.fromPayload((await payloadCodec.decode([p as never]))[0]))));
-    expect(opened).toContain('everything-token');
+    expect(opened).toContain('remote-token');
     expect(opened).not.toContain(secret);
   });
 
@@ -213,6 +223,9 @@ describe('the mcp tool config and its connections', () => {
       return 'taken';
     };
     expect(refused({ server_label: 'two__parts' })).toMatch(/server_label must be/);
+    // `my_` + `__` + `search` would read as server `my`, tool `_search`.
+    expect(refused({ server_label: 'my_' })).toMatch(/server_label must be/);
+    expect(refused({ server_label: '_my' })).toMatch(/server_label must be/);
     expect(refused({ server_url: 'ftp://mcp.example.com' })).toMatch(/server_url must be https/);
     expect(refused({ approval: 'sometimes' })).toMatch(/approval must be/);
     expect(refused({ approval: { tools: { search: 'maybe' } } })).toMatch(/approval must be/);
@@ -233,7 +246,7 @@ describe('the mcp tool config and its connections', () => {
       { name: 'after', inputSchema: { type: 'object' } },
     ];
     expect(offeredMcpTools(docs, listing).map((t) => t.name)).toEqual(['docs__search']);
-    expect(offeredMcpTools({ ...docs, allowed_tools: ['after'] }, listing)).toEqual([{ name: 'docs__after', parameters: { type: 'object' } }]);
+    expect(offeredMcpTools({ ...docs, allowed_tools: ['after'] }, listing)).toEqual([{ name: 'docs__after', parameters: { type: 'object' }, tool: 'after' }]);
   });
 
   it("refuses, on the client's own connections, a server name that resolves to loopback after it was checked (DNS rebinding)", async () => {
@@ -248,7 +261,8 @@ describe('the mcp tool config and its connections', () => {
       const rebinding: Resolver = async () => [{ address: '127.0.0.1', family: 4 }];
       const failed = await targetFetch(rebinding)(`https://rebind.example:${port}/mcp`, { method: 'POST', body: '{}' }).catch((err: Error) => err);
       expect((failed as Error & { cause?: unknown }).cause).toBeInstanceOf(TargetRefused);
-      await expect(targetFetch()(`http://127.0.0.1:${port}/mcp`)).rejects.toBeInstanceOf(TargetRefused);
+      await expect(targetFetch()(`https://127.0.0.1:${port}/mcp`)).rejects.toBeInstanceOf(TargetRefused);
+      await expect(targetFetch()(`http://rebind.example:${port}/mcp`)).rejects.toThrow('the URL must use https');
       await expect(targetFetch()(`https://[::1]:${port}/mcp`)).rejects.toBeInstanceOf(TargetRefused);
       expect(connections).toBe(0);
     } finally {

@@ -1,8 +1,10 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
 import { DEFAULT_INSTRUCTIONS } from '../domain/agents';
-import { providerRequests, scriptModel, tenant, type Tenant, useApi } from './support/stack';
+import { call, providerRequests, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 import { expectOneRun, recordedRuns, runsOf } from './support/v2Side';
 
 /**
@@ -108,6 +110,30 @@ describe('OpenAI SDK: chat completions', () => {
     expect(second.chunks.every((c) => c.id === first.chunks[0].id)).toBe(true);
     await expectOneRun(api.url, t, first.chunks[0].id);
     expect(await runsOf(t)).toBe(1);
+  });
+
+  it('keeps a stream open while the run waits for an approver (not for its caller), and streams the answer once approved', async () => {
+    const tool = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"refunded":true}'));
+    await new Promise<void>((resolve) => tool.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(tool.address() as AddressInfo).port}/refund`;
+      const t = await tenant({ scopes: ['responses:create', 'actions:approve'], config: { tools: [{ type: 'http', name: 'refund', parameters: { type: 'object' }, url, approval: 'required' }] } });
+      await scriptModel(t.model, [{ toolCalls: [{ name: 'refund', arguments: '{"order":"A1"}' }] }, { chunks: ['Refunded ', 'A1.'] }]);
+      const chunks: OpenAI.ChatCompletionChunk[] = [];
+      const read = (async () => {
+        for await (const chunk of await client(t).chat.completions.create({ model: t.agent, messages: [{ role: 'user', content: 'Refund A1.' }], stream: true })) chunks.push(chunk);
+      })();
+      const runId = await until(async () => chunks[0]?.id, 'the stream to begin');
+      const [pending] = await until(async () => (await call(api.url, 'GET', `/api/v2/runs/${runId}`, { key: t.key })).body.required_action?.calls, 'the approval to be asked for');
+      expect(chunks.every((c) => !c.choices[0]?.finish_reason)).toBe(true);
+      expect((await call(api.url, 'POST', `/api/v2/runs/${runId}/actions`, { key: t.key, body: { call_id: pending.call_id, decision: 'approve', arguments_sha256: pending.arguments_sha256 } })).status).toBe(200);
+      await read;
+      expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('Refunded A1.');
+      expect(chunks.at(-1)!.choices[0].finish_reason).toBe('stop');
+      await expectOneRun(api.url, t, runId);
+    } finally {
+      tool.close();
+    }
   });
 
   it('parses structured output with a zod schema through the same structured-output path', async () => {

@@ -41,9 +41,15 @@ describe('OpenAI SDK: responses', () => {
     expect(await conversationsOf(poor)).toBe(0);
     const t = await tenant({ scopes: SCOPES });
     await scriptModel(t.model, [{ text: 'Once.' }, { text: 'Twice.' }]);
-    const ask = () => client(t).responses.create({ model: t.agent, input: 'hi' }, { headers: { 'Idempotency-Key': 'stored-retry-1' } });
+    // Streamed, a retry is not answered from a stored body: it attaches to the run the first began.
+    const ask = async () => {
+      const events: { type: string; response?: { id: string; conversation?: { id: string } } }[] = [];
+      for await (const event of await client(t).responses.create({ model: t.agent, input: 'hi', stream: true }, { headers: { 'Idempotency-Key': 'stored-retry-1' } })) events.push(event as never);
+      return events.at(-1)!;
+    };
     const [first, again] = [await ask(), await ask()];
-    expect(again).toMatchObject({ id: first.id, output_text: 'Once.', conversation: { id: first.conversation!.id } });
+    expect(first.type).toBe('response.completed');
+    expect(again).toMatchObject({ type: 'response.completed', response: { id: first.response!.id, conversation: { id: first.response!.conversation!.id } } });
     expect(await conversationsOf(t)).toBe(1);
     expect(await runsOf(t)).toBe(1);
   });
@@ -85,6 +91,18 @@ describe('OpenAI SDK: responses', () => {
     expect((await openai.responses.retrieve(answer.id)).status).toBe('incomplete');
     expect((await expectOneRun(api.url, t, answer.id, 'message')).incomplete_details).toEqual({ reason: 'max_output_tokens' });
     expect(await runsOf(t)).toBe(2);
+  });
+
+  it("streams text said before the caller's function calls as a message of its own, closed before them", async () => {
+    const lookup = { type: 'http', name: 'lookup', description: 'Look a word up', parameters: { type: 'object', properties: { word: { type: 'string' } } }, runs_on: 'client' };
+    const t = await tenant({ scopes: SCOPES, config: { tools: [lookup] } });
+    await scriptModel(t.model, [{ chunks: ['Let me ', 'check.'], toolCalls: [{ name: 'lookup', arguments: '{"word":"sea"}' }] }]);
+    const events: { type: string; output_index?: number; item?: { type: string }; response?: { output: { type: string }[]; output_text: string } }[] = [];
+    for await (const event of await client(t).responses.create({ model: t.agent, input: 'What does sea mean?', stream: true })) events.push(event as never);
+    const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => [e.output_index, e.item!.type]);
+    expect(done).toEqual([[0, 'message'], [1, 'function_call']]);
+    expect(events.at(-1)).toMatchObject({ type: 'response.completed', response: { output_text: 'Let me check.' } });
+    expect(events.at(-1)!.response!.output.map((item) => item.type)).toEqual(['message', 'function_call']);
   });
 
   it('runs in the background: answered queued at once, polled to its end, its stream resumed after a sequence number', async () => {

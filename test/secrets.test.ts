@@ -210,6 +210,8 @@ describe('the secrets endpoints', () => {
       ['ok', { value: null }, /^value must be/],
       ['ok', {}, /^value must be/],
       ['ok', { value: 'fine', name: 'other' }, /^unknown key: name/],
+      // Sent as a header, it could never go: control characters are refused.
+      ['ok', { value: 'sk-live-CTRL\nline' }, /without control characters/],
     ];
     try {
       for (const [name, body, message] of cases) {
@@ -219,6 +221,7 @@ describe('the secrets endpoints', () => {
         expect(refused.text).not.toContain('QQQQQQQQQQ');
         expect(refused.text).not.toContain('ééééé');
         expect(refused.text).not.toContain('987654321');
+        expect(refused.text).not.toContain('sk-live-CTRL');
       }
       expect(await listSecrets(await workspaceKey(t))).toEqual([]);
 

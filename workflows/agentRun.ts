@@ -23,7 +23,7 @@ import { callsLeft, costInputOf, creditsFor, TOOL_RESULT_TOKENS, toolRoundExcess
 import type { TurnRef } from '../domain/turns';
 import { findTool, fitToolResults, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
-import { findMcpTool, mcpApprovalRequired, mcpServersOf, offeredMcpTools } from '../domain/mcpTools';
+import { mcpApprovalRequired, mcpServersOf, offeredMcpTools, type OfferedMcpTool } from '../domain/mcpTools';
 import type { StreamEventType } from '../domain/streamEvents';
 import { namedLocalActivities } from './namedActivities';
 import { unsealed } from './summaries';
@@ -184,8 +184,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const policy = input.options.toolPolicy;
   const tools = toolSpecs(input.agent.config, policy);
   const mcpServers = mcpServersOf(input.agent.config, policy);
-  /** The MCP tools offered to the model (allowed, and listed by a server reached at the start): no other is called. */
-  const offeredMcp = new Set<string>();
+  /** The MCP tools offered to the model, by the name it calls (allowed, and listed by a server reached at the start): no other is called. */
+  const offeredMcp = new Map<string, OfferedMcpTool>();
   /** What the run found before it began, for its stream after response.started. */
   const notices: { type: StreamEventType; data: unknown }[] = [];
   const toolTurns: ToolTurn[] = [];
@@ -255,7 +255,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   /** One tool call: its result for the model, or the failure that ends the run. */
   async function useTool(call: ToolCall): Promise<string | Failure> {
     toolNames.push(call.name);
-    const mcp = offeredMcp.has(call.name) ? findMcpTool(input.agent.config, call.name) : undefined;
+    const mcp = offeredMcp.get(call.name);
     const tool = mcp ? undefined : findTool(input.agent.config, call.name);
     const event = { id: input.runId, call_id: call.id, tool: call.name };
     if (!tool && !mcp) return `No tool named ${call.name} is available.`;
@@ -293,7 +293,15 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
    */
   async function discover(): Promise<Failure | undefined> {
     if (mcpServers.length === 0) return undefined;
-    const listings = await discoverMcpTools({ workspaceId: input.workspace.id, deadline, servers: mcpServers });
+    let listings;
+    try {
+      listings = await discoverMcpTools({ workspaceId: input.workspace.id, deadline, servers: mcpServers });
+    } catch (err) {
+      if (isCancellation(err) || err instanceof DeadlinePassed || ranOutOfTime(err) || deadline.at <= Date.now()) throw err;
+      // The listing itself failed (its attempts timed out): every server is as unreachable.
+      const message = `MCP servers could not be listed: ${failureOf(err, deadline).message}`;
+      listings = mcpServers.map((s) => ({ label: s.server_label, error: message }));
+    }
     for (const listing of listings) {
       if ('error' in listing) {
         if (policy === 'required') return { code: 'tool_execution_failed', message: listing.error };
@@ -301,9 +309,11 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
         continue;
       }
       const server = mcpServers.find((s) => s.server_label === listing.label)!;
-      for (const spec of offeredMcpTools(server, listing.tools)) {
+      // A name one of the agent's own tools has already stays the agent's own.
+      for (const { tool, ...spec } of offeredMcpTools(server, listing.tools)) {
+        if (tools.some((t) => t.name === spec.name)) continue;
         tools.push(spec);
-        offeredMcp.add(spec.name);
+        offeredMcp.set(spec.name, { server, tool });
       }
     }
     return undefined;
@@ -370,7 +380,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     const expiresAt = Date.now() + actionTimeoutMs(input.agent.config);
     const required: RequiredCall[] = [];
     for (const call of toolCalls) {
-      const mcp = offeredMcp.has(call.name) ? findMcpTool(input.agent.config, call.name) : undefined;
+      const mcp = offeredMcp.get(call.name);
       const tool = mcp ? undefined : findTool(input.agent.config, call.name);
       const type = mcp ? (mcpApprovalRequired(mcp.server, mcp.tool) ? 'approval' : undefined) : tool && actionOf(tool);
       if (!type) continue;

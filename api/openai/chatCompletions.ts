@@ -195,7 +195,7 @@ export function chatChunks(runId: () => string, model: string, includeUsage: boo
       return '';
     },
     // The calls for the caller to run end the chunks, as OpenAI's do: the caller answers them with a new request.
-    waiting: end,
+    waiting: (run) => (toolCallsOf(run).length > 0 ? end(run) : undefined),
   };
 }
 

@@ -127,13 +127,18 @@ export function responseEvents(o: { runId: () => string; model: string; store: b
   const end = (run: RunResponse) => {
     const response = responseObject(run, shown);
     const items = response.output as { type: string }[];
-    const message = items.find((item) => item.type === 'message');
     const calls = items.filter((item) => item.type === 'function_call');
+    // Text streamed before calls for the caller is a message of its own, closed before them, as OpenAI's is.
+    const spoken = opened && calls.length > 0 ? { type: 'message', id: itemId(), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] } : undefined;
+    const message = items.find((item) => item.type === 'message') ?? spoken;
+    const whole = spoken ? text : response.output_text;
+    const first = message ? 1 : 0;
+    const shownResponse = spoken ? { ...response, output: [spoken, ...calls], output_text: text } : response;
     return (
       start() +
-      (message ? closeMessage(message, response.output_text) : '') +
-      calls.map((item, i) => event('response.output_item.added', { output_index: i, item: { ...item, status: 'in_progress' } }) + event('response.output_item.done', { output_index: i, item })).join('') +
-      event(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response })
+      (message ? closeMessage(message, whole) : '') +
+      calls.map((item, i) => event('response.output_item.added', { output_index: first + i, item: { ...item, status: 'in_progress' } }) + event('response.output_item.done', { output_index: first + i, item })).join('') +
+      event(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: shownResponse })
     );
   };
   return {
@@ -154,6 +159,6 @@ export function responseEvents(o: { runId: () => string; model: string; store: b
       return '';
     },
     // The function calls for the caller to run end the events: the caller answers them with a new request.
-    waiting: end,
+    waiting: (run) => (toolCallsOf(run).length > 0 ? end(run) : undefined),
   };
 }

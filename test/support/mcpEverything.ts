@@ -53,6 +53,8 @@ export async function everythingServer(): Promise<EverythingServer> {
  */
 export interface ChangingServer {
   url: string;
+  /** The Authorization header of every request it was sent, in order. */
+  authorizations: (string | undefined)[];
   /** Adds a tool answering its own name; every open session's client is told the list changed. */
   addTool(name: string): void;
   close(): Promise<void>;
@@ -62,7 +64,9 @@ export async function changingToolsServer(first: string): Promise<ChangingServer
   const tools = [first];
   const sessions = new Map<string, { server: McpServer; transport: StreamableHTTPServerTransport }>();
   const register = (server: McpServer, name: string) => server.registerTool(name, { description: `Answers "${name}".` }, async () => ({ content: [{ type: 'text', text: name }] }));
+  const authorizations: (string | undefined)[] = [];
   const http = createServer(async (req, res) => {
+    authorizations.push(req.headers.authorization);
     const id = req.headers['mcp-session-id'];
     const open = typeof id === 'string' ? sessions.get(id) : undefined;
     if (open) return open.transport.handleRequest(req, res);
@@ -76,6 +80,7 @@ export async function changingToolsServer(first: string): Promise<ChangingServer
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    authorizations,
     addTool(name) {
       tools.push(name);
       for (const { server } of sessions.values()) register(server, name);

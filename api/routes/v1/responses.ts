@@ -52,10 +52,12 @@ async function conversationFor(ctx: Ctx, body: ResponseBody): Promise<Conversati
 /** Opens the conversation of a stored response's first turn, in the transaction that holds the run's credits (api/planRun.ts). */
 function opensConversation(ctx: Ctx, agentPublicId: string) {
   const workspace = workspaceOf(ctx.state.principal);
+  // Now, before the run is planned, so the run and its conversation's event carry the same trace.
+  const traceId = (ctx.state.traceId ??= mintTraceId());
   return async (tx: Sql) => {
     const agent = await findAgentInWorkspace(workspace.id, agentPublicId, tx);
     if (!agent) throw notFound('agent_not_found');
-    const outbox = new Outbox(workspace, { requestId: ctx.state.requestId, traceId: (ctx.state.traceId ??= mintTraceId()) });
+    const outbox = new Outbox(workspace, { requestId: ctx.state.requestId, traceId });
     const { conversation } = await openConversation({ workspace, agent, channel: 'api', externalRef: undefined }, outbox, tx);
     await outbox.write(tx);
     return conversation;
