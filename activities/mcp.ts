@@ -4,7 +4,7 @@ import { ErrorCode, McpError, type CallToolResult, type Progress } from '@modelc
 import type { McpToolConfig } from '../domain/agents';
 import type { McpToolListing } from '../domain/mcpTools';
 import type { Deadline } from '../domain/runs';
-import { openSecret } from '../db/workspaceSecrets';
+import { openSecretFor } from '../db/workspaceSecrets';
 import { callMcpTool as callRemote, listMcpTools, redacted, type McpRemote } from '../infra/mcpSessions';
 import { TargetRefused } from '../infra/outboundTarget';
 import { callSignal, deadlineFailure } from './bounded';
@@ -23,9 +23,12 @@ const MAX_RESULT_CHARS = 16 * 1024;
 /** The remote as this workspace reaches it: its URL, and the secret its config names as a bearer token. */
 async function remoteOf(workspaceId: number, server: McpToolConfig): Promise<McpRemote> {
   if (!server.credential) return { workspaceId, url: server.server_url };
-  const token = await openSecret(workspaceId, server.credential);
+  const origin = new URL(server.server_url).origin;
+  const secret = await openSecretFor(workspaceId, server.credential, origin);
   const refused = (why: string) => ApplicationFailure.create({ type: 'tool_execution_failed', message: `MCP server ${server.server_label}: ${why}`, nonRetryable: true });
-  if (token === undefined) throw refused(`the workspace has no secret named ${server.credential}`);
+  if (secret === undefined) throw refused(`the workspace has no secret named ${server.credential}`);
+  if ('boundTo' in secret) throw refused(`the secret ${server.credential} is sent only to ${secret.boundTo}, not ${origin}; set it again to send it elsewhere`);
+  const token = secret.value;
   // Never sent, and never quoted: a header refuses it with the whole value in its error message.
   if (!HEADER_VALUE.test(token)) throw refused(`the secret ${server.credential} is not a valid bearer token (it holds control characters); set it again`);
   return { workspaceId, url: server.server_url, token };

@@ -10,7 +10,7 @@ import { parseAgentConfig } from '../api/validation/agentConfig';
 import { ROLES, SETUP_TTL_MS, isRole, secretToken, tokenHash } from '../domain/members';
 import { insertMember, revokeMember as writeMemberRevocation } from '../db/members';
 import { deleteSecret as removeSecret, listSecrets as workspaceSecrets, putSecret } from '../db/workspaceSecrets';
-import { isSecretName, isSecretValue, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE } from '../domain/secrets';
+import { isSecretName, isSecretOrigin, isSecretValue, SECRET_NAME_MESSAGE, SECRET_ORIGIN_MESSAGE, SECRET_VALUE_MESSAGE } from '../domain/secrets';
 import { revokeAccount } from '../db/oauthModels';
 import { transaction } from '../db/sql';
 import { config } from '../infra/config';
@@ -175,11 +175,12 @@ export async function revokeMember(o: { id: string }) {
  * Sets a workspace secret (a credential agents' tools use, named in agent config by `credential`), or
  * replaces its value: sealed at rest, and never printed (DESIGN.md §3: `{"name":"NAME"}` only).
  */
-export async function setSecret(o: { workspace: string; name: string; value: string }) {
+export async function setSecret(o: { workspace: string; name: string; value: string; origin?: string }) {
   const workspace = await workspaceById(o.workspace);
   if (!isSecretName(o.name)) throw new AdminError(`--${SECRET_NAME_MESSAGE}`);
   if (!isSecretValue(o.value)) throw new AdminError(`--${SECRET_VALUE_MESSAGE}`);
-  await putSecret(workspace.id, o.name, o.value);
+  if (o.origin !== undefined && !isSecretOrigin(o.origin)) throw new AdminError(`--${SECRET_ORIGIN_MESSAGE}`);
+  await putSecret(workspace.id, o.name, o.value, o.origin);
   return { name: o.name };
 }
 
@@ -187,7 +188,7 @@ export async function setSecret(o: { workspace: string; name: string; value: str
 export async function listSecrets(o: { workspace: string }) {
   const workspace = await workspaceById(o.workspace);
   const secrets = await workspaceSecrets(workspace.id);
-  return { workspace: workspace.publicId, secrets: secrets.map((s) => ({ name: s.name, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() })) };
+  return { workspace: workspace.publicId, secrets: secrets.map((s) => ({ name: s.name, origin: s.origin, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() })) };
 }
 
 export async function deleteSecret(o: { workspace: string; name: string }) {

@@ -1,6 +1,6 @@
 import { isSealed, keyRing, open, seal, sealedKeyId, type KeyRing } from '../infra/encryption';
 import { ServiceError } from '../domain/errors';
-import { isSecretName, isSecretValue, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE, SECRETS_PER_WORKSPACE, type SecretView } from '../domain/secrets';
+import { isSecretName, isSecretOrigin, isSecretValue, SECRET_NAME_MESSAGE, SECRET_ORIGIN_MESSAGE, SECRET_VALUE_MESSAGE, SECRETS_PER_WORKSPACE, type SecretView } from '../domain/secrets';
 import { sql, statement, transaction, type Sql } from './sql';
 
 /**
@@ -9,15 +9,15 @@ import { sql, statement, transaction, type Sql } from './sql';
  * Nothing here returns a value except openSecret; no statement's text or error carries one.
  */
 
-const VIEW = 'name, created_at, updated_at';
+const VIEW = 'name, origin, created_at, updated_at';
 
 // A new name only while the workspace holds fewer than $4 (replacing a value is always taken).
 const PUT = statement(
-  `INSERT INTO workspace_secrets (workspace_id, name, sealed)
-   SELECT $1, $2, $3
+  `INSERT INTO workspace_secrets (workspace_id, name, sealed, origin)
+   SELECT $1, $2, $3, $5
     WHERE EXISTS (SELECT 1 FROM workspace_secrets WHERE workspace_id = $1 AND name = $2)
        OR (SELECT count(*) FROM workspace_secrets WHERE workspace_id = $1) < $4
-   ON CONFLICT (workspace_id, name) DO UPDATE SET sealed = EXCLUDED.sealed, updated_at = now()
+   ON CONFLICT (workspace_id, name) DO UPDATE SET sealed = EXCLUDED.sealed, origin = EXCLUDED.origin, updated_at = now()
    RETURNING ${VIEW}`,
 );
 // Puts into one workspace count one after another, so two at once cannot both take the last place.
@@ -28,17 +28,36 @@ const LIST = statement(`SELECT ${VIEW} FROM workspace_secrets WHERE workspace_id
 const DELETE = statement('DELETE FROM workspace_secrets WHERE workspace_id = $1 AND name = $2');
 
 /** Sets the workspace's secret `name`, replacing its value if it has one: its name and times (never the value). */
-export async function putSecret(workspaceId: number, name: string, value: string): Promise<SecretView> {
+/**
+ * Sets the workspace's secret `name`, replacing its value if it has one: its name, origin and times
+ * (never the value). Setting it again sets its origin again too (none given: its next use's).
+ */
+export async function putSecret(workspaceId: number, name: string, value: string, origin?: string): Promise<SecretView> {
   // The callers validate first (400 / a CLI error); this keeps a value that slipped past out of the table, without echoing it.
   if (!isSecretName(name)) throw new Error(SECRET_NAME_MESSAGE);
   if (!isSecretValue(value)) throw new Error(SECRET_VALUE_MESSAGE);
+  if (origin !== undefined && !isSecretOrigin(origin)) throw new Error(SECRET_ORIGIN_MESSAGE);
   const sealed = seal(Buffer.from(value, 'utf8'));
   const [row] = await transaction(async (tx) => {
     await tx.rows(LOCK_WORKSPACE, [workspaceId]);
-    return tx.rows<SecretView>(PUT, [workspaceId, name, sealed, SECRETS_PER_WORKSPACE]);
+    return tx.rows<SecretView>(PUT, [workspaceId, name, sealed, SECRETS_PER_WORKSPACE, origin ?? null]);
   });
   if (!row) throw new ServiceError('secret_limit_reached', `This workspace has ${SECRETS_PER_WORKSPACE} secrets, the most it may have: delete one before setting another.`);
   return row;
+}
+
+// Bound to the origin of its first use when none was given: from then on it goes there alone.
+const FOR_ORIGIN = statement('UPDATE workspace_secrets SET origin = COALESCE(origin, $3) WHERE workspace_id = $1 AND name = $2 RETURNING sealed, origin');
+
+/**
+ * The workspace's secret `name` to send to `origin`: its plaintext when it is bound to that origin
+ * (or bound to it now, at its first use), `{ boundTo }` when it is another origin's, undefined when
+ * the workspace has none. So whoever can edit an agent cannot send a secret anywhere but where it was meant to go.
+ */
+export async function openSecretFor(workspaceId: number, name: string, origin: string, on: Sql = sql): Promise<{ value: string } | { boundTo: string } | undefined> {
+  const [row] = await on.rows<{ sealed: Buffer; origin: string }>(FOR_ORIGIN, [workspaceId, name, origin]);
+  if (!row) return undefined;
+  return row.origin === origin ? { value: open(row.sealed).toString('utf8') } : { boundTo: row.origin };
 }
 
 /** The plaintext of the workspace's secret `name`; undefined when it has none (another workspace's is never found). */

@@ -29,13 +29,26 @@ export function isSecretValue(value: unknown): value is string {
   return typeof value === 'string' && value.length > 0 && Buffer.byteLength(value, 'utf8') <= MAX_SECRET_BYTES && !/[\x00-\x1f\x7f]/.test(value);
 }
 
-/** A secret as every surface shows it: its name and times, never its value. */
+export const SECRET_ORIGIN_MESSAGE = 'origin must be an origin alone: http(s)://host[:port], without a path';
+
+/**
+ * Whether a value is an origin as URL.origin writes it (`https://mcp.example.com`, a port when not
+ * the scheme's own): what a secret is bound to, and sent nowhere else.
+ */
+export function isSecretOrigin(value: unknown): value is string {
+  if (typeof value !== 'string' || !URL.canParse(value)) return false;
+  const url = new URL(value);
+  return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value;
+}
+
+/** A secret as every surface shows it: its name, the origin it is sent to (null until set or first used) and times, never its value. */
 export interface SecretView {
   name: string;
+  origin: string | null;
   created_at: Date;
   updated_at: Date;
 }
 
 export function secretObject(s: SecretView) {
-  return { object: 'secret' as const, name: s.name, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() };
+  return { object: 'secret' as const, name: s.name, origin: s.origin, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() };
 }

@@ -12,6 +12,7 @@ import { MCP_SERVER_PROMPT_TOKENS, offeredMcpTools } from '../domain/mcpTools';
 import { temporal } from '../infra/temporalClient';
 import { call, providerRequests, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 import { allFrames, openStream } from './support/sse';
+import * as admin from '../admin/commands';
 import { changingToolsServer, everythingServer, type EverythingServer } from './support/mcpEverything';
 
 /**
@@ -190,6 +191,36 @@ describe('MCP servers as agent tools', () => {
     const opened = JSON.stringify(await Promise.all(payloads.map(async (p) => defaultPayloadConverter.fromPayload((await payloadCodec.decode([p as never]))[0]))));
     expect(opened).toContain('remote-token');
     expect(opened).not.toContain(secret);
+  });
+
+  it('sends a secret to one origin only: the one it was set for, or its first use\'s; an agent pointed elsewhere cannot take it', async () => {
+    const [first, elsewhere] = [await changingToolsServer('alpha'), await changingToolsServer('alpha')];
+    afterEachTest(async () => {
+      await first.close();
+      await elsewhere.close();
+    });
+    const mcp = (label: string, url: string) => ({ type: 'mcp', server_label: label, server_url: url, credential: 'token' });
+    const t = await tenant({ scopes: [...SCOPES, 'secrets:read'], config: { tools: [mcp('first', first.url)] } });
+    const secret = `sk-live-${createHash('sha256').update(String(Math.random())).digest('hex')}`;
+    expect((await call(api.url, 'PUT', '/api/v2/secrets/token', { key: t.key, body: { value: secret } })).body.origin).toBeNull();
+    await scriptModel(t.model, [{ text: 'ok' }]);
+    await respond(t);
+    // Bound at its first use.
+    expect((await call(api.url, 'GET', '/api/v2/secrets', { key: t.key })).body.data).toEqual([expect.objectContaining({ name: 'token', origin: new URL(first.url).origin })]);
+    // Whoever edits an agent to send it elsewhere gets no token there: the server is as unreachable.
+    const thief = await admin.createAgent({ workspace: t.workspace, name: 'elsewhere', config: { model: t.model, tools: [mcp('elsewhere', elsewhere.url)] } });
+    await scriptModel(t.model, [{ text: 'ok' }]);
+    const frames = (await allFrames(await openStream(api.url, '/api/v2/responses', t.key, { agent: thief.id, input: 'hi', stream: true }))).filter((f) => f.event);
+    expect(frames[1]).toMatchObject({ event: 'response.tool.failed', data: { tool: 'elsewhere', error: expect.stringContaining(`sent only to ${new URL(first.url).origin}`) } });
+    expect(elsewhere.authorizations).toEqual([]);
+    expect(JSON.stringify(frames)).not.toContain(secret);
+    // Set again with an origin of its own choosing, it goes there (and no longer to the first).
+    expect((await call(api.url, 'PUT', '/api/v2/secrets/token', { key: t.key, body: { value: secret, origin: new URL(elsewhere.url).origin } })).body.origin).toBe(new URL(elsewhere.url).origin);
+    await scriptModel(t.model, [{ text: 'ok' }]);
+    const moved = (await allFrames(await openStream(api.url, '/api/v2/responses', t.key, { agent: thief.id, input: 'hi', stream: true }))).filter((f) => f.event);
+    expect(moved.map((f) => f.event)).not.toContain('response.tool.failed');
+    expect(elsewhere.authorizations).toContain(`Bearer ${secret}`);
+    expect((await call(api.url, 'PUT', '/api/v2/secrets/token', { key: t.key, body: { value: secret, origin: 'https://mcp.example.com/path' } })).status).toBe(400);
   });
 
   it("reaches this service's own /mcp as a remote: workspace A's agent calls workspace B's tools with B's key, under B's scopes", async () => {

@@ -67,8 +67,13 @@ describe('admin secret', () => {
     expect(listed.stdout).not.toContain(replacement);
     const { workspace, secrets } = JSON.parse(listed.stdout) as { workspace: string; secrets: { name: string; created_at: string; updated_at: string }[] };
     expect(workspace).toBe(t.workspace);
-    expect(secrets).toEqual([{ name: 'crm.token', created_at: expect.any(String), updated_at: expect.any(String) }]);
+    expect(secrets).toEqual([{ name: 'crm.token', origin: null, created_at: expect.any(String), updated_at: expect.any(String) }]);
     expect(Date.parse(secrets[0].updated_at)).toBeGreaterThan(Date.parse(secrets[0].created_at));
+    // Bound to an origin: sent there alone.
+    expect(admin('secret', 'set', '--workspace', t.workspace, '--name', 'crm.token', '--value', replacement, '--origin', 'https://mcp.example.com').stdout).toBe('{"name":"crm.token"}\n');
+    expect(JSON.parse(admin('secret', 'list', '--workspace', t.workspace).stdout).secrets[0].origin).toBe('https://mcp.example.com');
+    const badOrigin = admin('secret', 'set', '--workspace', t.workspace, '--name', 'crm.token', '--value', replacement, '--origin', 'https://mcp.example.com/mcp');
+    expect([badOrigin.status, badOrigin.stdout, JSON.parse(badOrigin.stderr).error.message]).toEqual([2, '', expect.stringMatching(/origin must be an origin alone/)]);
 
     expect(admin('secret', 'delete', '--workspace', t.workspace, '--name', 'crm.token').stdout).toBe('{"name":"crm.token","deleted":true}\n');
     expect(await sealedRow(t, 'crm.token')).toBeUndefined();
@@ -107,7 +112,7 @@ describe('the secrets endpoints', () => {
     const value = secretValue();
     const set = await put(t.key, 'mcp_github', { value });
     expect(set.status).toBe(200);
-    expect(set.body).toEqual({ object: 'secret', name: 'mcp_github', created_at: expect.any(String), updated_at: expect.any(String) });
+    expect(set.body).toEqual({ object: 'secret', name: 'mcp_github', origin: null, created_at: expect.any(String), updated_at: expect.any(String) });
     expect(set.text).not.toContain(value);
     expect(await openSecret(await workspaceKey(t), 'mcp_github')).toBe(value);
     expect((await sealedRow(t, 'mcp_github'))!.includes(Buffer.from(value))).toBe(false);

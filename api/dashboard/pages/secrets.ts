@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import { ServiceError } from '../../../domain/errors';
-import { isSecretName, isSecretValue, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE, MAX_SECRET_BYTES } from '../../../domain/secrets';
+import { isSecretName, isSecretOrigin, isSecretValue, SECRET_NAME_MESSAGE, SECRET_ORIGIN_MESSAGE, SECRET_VALUE_MESSAGE, MAX_SECRET_BYTES } from '../../../domain/secrets';
 import { deleteSecret, listSecrets, putSecret } from '../../../db/workspaceSecrets';
 import { can, memberPage, render, type PageContext, type PageState } from '../page';
 
@@ -21,10 +21,17 @@ export function secretPages(router: Router<PageState>): void {
     const { form, session } = ctx.state;
     const name = (form.get('name') ?? '').trim();
     const value = form.get('value') ?? '';
-    const problem = !isSecretName(name) ? `The ${SECRET_NAME_MESSAGE}.` : !isSecretValue(value) ? `The ${SECRET_VALUE_MESSAGE}.` : undefined;
+    const origin = (form.get('origin') ?? '').trim() || undefined;
+    const problem = !isSecretName(name)
+      ? `The ${SECRET_NAME_MESSAGE}.`
+      : !isSecretValue(value)
+        ? `The ${SECRET_VALUE_MESSAGE}.`
+        : origin !== undefined && !isSecretOrigin(origin)
+          ? `The ${SECRET_ORIGIN_MESSAGE}.`
+          : undefined;
     if (problem) return secretsPage(ctx, { error: problem, name }, 400);
     try {
-      await putSecret(session.workspace.id, name, value);
+      await putSecret(session.workspace.id, name, value, origin);
     } catch (err) {
       if (err instanceof ServiceError && err.code === 'secret_limit_reached') return secretsPage(ctx, { error: err.message, name }, 409);
       throw err;

@@ -1,6 +1,6 @@
 import { MAX_SECRET_BYTES, SECRET_NAME, SECRETS_PER_WORKSPACE } from '../../../domain/secrets';
 import { DeleteSecret, PutSecret } from '../../routes/secrets/schema';
-import { closed, constant, ref, string, timestamp } from '../jsonSchema';
+import { closed, constant, orNull, ref, string, timestamp } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 
 const access = (scope: 'secrets:read' | 'secrets:write') => ({ credential: 'workspace' as const, scopes: [scope] as [typeof scope] });
@@ -11,6 +11,7 @@ export const secrets: Resource = {
       {
         object: constant('secret'),
         name: string({ pattern: SECRET_NAME.source }),
+        origin: orNull(string({ format: 'uri', description: 'The one origin the secret is sent to: given when it was set, or its first use\'s; null until then.' })),
         created_at: timestamp(),
         updated_at: timestamp('When its value was last set.'),
       },

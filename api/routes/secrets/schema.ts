@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { isSecretValue, MAX_SECRET_BYTES, SECRET_NAME, SECRET_NAME_MESSAGE, SECRET_VALUE_MESSAGE } from '../../../domain/secrets';
+import { isSecretOrigin, isSecretValue, MAX_SECRET_BYTES, SECRET_NAME, SECRET_NAME_MESSAGE, SECRET_ORIGIN_MESSAGE, SECRET_VALUE_MESSAGE } from '../../../domain/secrets';
 import { about } from '../../validation/about';
 
 // No message here may carry the value: yup's default ones print it (`…but the final value was: …`).
@@ -22,8 +22,18 @@ const putSecret = yup
           description: `The credential (a bearer token), at most ${MAX_SECRET_BYTES} bytes as UTF-8. Sealed at rest; never returned, logged or shown again.`,
         },
       }),
+    origin: yup
+      .string()
+      .typeError(SECRET_ORIGIN_MESSAGE)
+      .test('origin', SECRET_ORIGIN_MESSAGE, (v) => v === undefined || isSecretOrigin(v))
+      .meta({
+        jsonSchema: {
+          format: 'uri',
+          description: 'The one origin (`https://host[:port]`) the secret is sent to. Absent: the origin of its first use, from then on. Set the secret again to change it.',
+        },
+      }),
   })
-  .noUnknown(true, 'unknown key: ${unknown} (a secret takes only value)')
+  .noUnknown(true, 'unknown key: ${unknown} (a secret takes value and origin)')
   .strict();
 
 /** PUT /api/v2/secrets/{name}: `{"value": …}`, setting the secret or replacing its value. */

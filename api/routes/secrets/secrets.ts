@@ -18,7 +18,7 @@ export function secretsRoutes(router: Router<AppState>): void {
     authorize({ scopes: ['secrets:write'], endpoint: 'secrets_put' }),
     async (ctx) => {
       const { params, body } = ctx.state.input;
-      ctx.body = secretObject(await putSecret(workspaceOf(ctx.state.principal).id, params.name, body.value));
+      ctx.body = secretObject(await putSecret(workspaceOf(ctx.state.principal).id, params.name, body.value, body.origin));
     },
   );
 
