@@ -34,8 +34,8 @@ async function remoteOf(workspaceId: number, server: McpToolConfig): Promise<Mcp
   return { workspaceId, url: server.server_url, token };
 }
 
-/** What an HTTP header value may hold (visible ASCII, spaces and tabs inside, and bytes past ASCII). */
-const HEADER_VALUE = /^[\x21-\x7e\x80-\uffff](?:[\t\x20-\x7e\x80-\uffff]*[\x21-\x7e\x80-\uffff])?$/;
+/** What an HTTP header value may hold: visible ASCII, spaces and tabs inside, and Latin-1 past it (fetch takes bytes only). */
+const HEADER_VALUE = /^[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
 /** Progress events of one call: at most this many, and one at most every PROGRESS_EVERY_MS (the last always). */
 const MAX_PROGRESS_EVENTS = 100;
 const PROGRESS_EVERY_MS = 100;
