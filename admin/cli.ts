@@ -25,7 +25,7 @@ const USAGE = `usage: admin <command> [options]
   agent set-status --agent ID --status S
   member create --workspace ID --email E [--role owner|developer|viewer]   (prints a one-time set-up link for the dashboard)
   member revoke --id MEMBER_ID   (ends their dashboard sessions and OAuth grants and tokens)
-  secret set --workspace ID --name NAME --value VALUE [--origin https://host]   (sealed at rest; sent only to its origin, or its first use's; prints {"name":…}, never the value)
+  secret set --workspace ID --name NAME --value VALUE|- [--origin https://host]   (sealed at rest; sent only to its origin, or its first use's; prints {"name":…}, never the value; - reads it from standard input)
   secret list --workspace ID   (names and times, never values)
   secret delete --workspace ID --name NAME
   job watch --job ID   (a progress bar on stderr until the job ends; its record on stdout)`;
@@ -111,7 +111,8 @@ async function run(argv: string[]): Promise<unknown> {
       return admin.setAgentStatus({ agent: v.agent!, status: v.status! });
     case 'secret set':
       required(v, 'workspace', 'name', 'value');
-      return admin.setSecret({ workspace: v.workspace!, name: v.name!, value: v.value!, ...(v.origin !== undefined && { origin: v.origin }) });
+      // `-`: read from standard input, so the value is in no process list or shell history.
+      return admin.setSecret({ workspace: v.workspace!, name: v.name!, value: v.value === '-' ? readFileSync(0, 'utf8').replace(/\r?\n$/, '') : v.value!, ...(v.origin !== undefined && { origin: v.origin }) });
     case 'secret list':
       required(v, 'workspace');
       return admin.listSecrets({ workspace: v.workspace! });

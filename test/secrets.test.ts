@@ -21,7 +21,11 @@ const SCOPES = ['secrets:read', 'secrets:write'];
 
 /** The admin CLI as an operator runs it: its stdout, stderr and exit code. */
 function admin(...args: string[]): { stdout: string; stderr: string; status: number | null } {
-  const { stdout, stderr, status } = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: process.env });
+  return adminWithInput('', ...args);
+}
+
+function adminWithInput(input: string, ...args: string[]): { stdout: string; stderr: string; status: number | null } {
+  const { stdout, stderr, status } = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: process.env, input });
   return { stdout, stderr, status };
 }
 
@@ -69,6 +73,10 @@ describe('admin secret', () => {
     expect(workspace).toBe(t.workspace);
     expect(secrets).toEqual([{ name: 'crm.token', origin: null, created_at: expect.any(String), updated_at: expect.any(String) }]);
     expect(Date.parse(secrets[0].updated_at)).toBeGreaterThan(Date.parse(secrets[0].created_at));
+    // Read from standard input with `--value -`: in no process list.
+    const piped = secretValue();
+    expect(adminWithInput(`${piped}\n`, 'secret', 'set', '--workspace', t.workspace, '--name', 'piped', '--value', '-').stdout).toBe('{"name":"piped"}\n');
+    expect(await openSecret(await workspaceKey(t), 'piped')).toBe(piped);
     // Bound to an origin: sent there alone.
     expect(admin('secret', 'set', '--workspace', t.workspace, '--name', 'crm.token', '--value', replacement, '--origin', 'https://mcp.example.com').stdout).toBe('{"name":"crm.token"}\n');
     expect(JSON.parse(admin('secret', 'list', '--workspace', t.workspace).stdout).secrets[0].origin).toBe('https://mcp.example.com');
