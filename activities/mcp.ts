@@ -5,6 +5,7 @@ import type { McpToolConfig } from '../domain/agents';
 import type { McpToolListing } from '../domain/mcpTools';
 import type { Deadline } from '../domain/runs';
 import { openSecretFor } from '../db/workspaceSecrets';
+import { isHeaderValue } from '../domain/secrets';
 import { callMcpTool as callRemote, listMcpTools, redacted, type McpRemote } from '../infra/mcpSessions';
 import { TargetRefused } from '../infra/outboundTarget';
 import { callSignal, deadlineFailure } from './bounded';
@@ -30,12 +31,10 @@ async function remoteOf(workspaceId: number, server: McpToolConfig): Promise<Mcp
   if ('boundTo' in secret) throw refused(`the secret ${server.credential} is sent only to ${secret.boundTo}, not ${origin}; set it again to send it elsewhere`);
   const token = secret.value;
   // Never sent, and never quoted: a header refuses it with the whole value in its error message.
-  if (!HEADER_VALUE.test(token)) throw refused(`the secret ${server.credential} is not a valid bearer token (it holds control characters); set it again`);
+  if (!isHeaderValue(token)) throw refused(`the secret ${server.credential} cannot be sent as a header (characters past Latin-1, or spaces at its ends); set it again`);
   return { workspaceId, url: server.server_url, token };
 }
 
-/** What an HTTP header value may hold: visible ASCII, spaces and tabs inside, and Latin-1 past it (fetch takes bytes only). */
-const HEADER_VALUE = /^[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
 /** Progress events of one call: at most this many, and one at most every PROGRESS_EVERY_MS (the last always). */
 const MAX_PROGRESS_EVENTS = 100;
 const PROGRESS_EVERY_MS = 100;
@@ -100,7 +99,7 @@ export async function callMcpTool(call: McpInvocation): Promise<string> {
   let toldAt = 0;
   const progress = (p: Progress) => {
     const last = p.total !== undefined && p.progress >= p.total;
-    if (told >= MAX_PROGRESS_EVENTS || (!last && Date.now() - toldAt < PROGRESS_EVERY_MS)) return;
+    if (!last && (told >= MAX_PROGRESS_EVENTS || Date.now() - toldAt < PROGRESS_EVERY_MS)) return;
     told += 1;
     toldAt = Date.now();
     events.emit('response.tool.progress', { ...event, progress: p.progress, ...(p.total !== undefined && { total: p.total }), ...(p.message && { message: p.message.slice(0, 200) }) });
@@ -159,8 +158,9 @@ function resultText(result: CallToolResult): string {
  */
 function final(err: unknown): boolean {
   if (err instanceof TargetRefused || (err as { cause?: unknown }).cause instanceof TargetRefused) return true;
-  if (err instanceof StreamableHTTPError) return (err.code ?? 0) >= 400 && (err.code ?? 0) < 500;
-  return err instanceof McpError && err.code !== ErrorCode.RequestTimeout && err.code !== ErrorCode.ConnectionClosed;
+  // A redirect elsewhere is never followed; 408 and 429 say to try again later.
+  if (err instanceof StreamableHTTPError) return (err.code ?? 0) >= 300 && (err.code ?? 0) < 500 && err.code !== 408 && err.code !== 429;
+  return err instanceof McpError && err.code !== ErrorCode.RequestTimeout && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.InternalError;
 }
 
 /** An error as a run may show it: the credential never in it, the server's own words cut short. */

@@ -17,7 +17,7 @@ const PUT = statement(
    SELECT $1, $2, $3, $5
     WHERE EXISTS (SELECT 1 FROM workspace_secrets WHERE workspace_id = $1 AND name = $2)
        OR (SELECT count(*) FROM workspace_secrets WHERE workspace_id = $1) < $4
-   ON CONFLICT (workspace_id, name) DO UPDATE SET sealed = EXCLUDED.sealed, origin = EXCLUDED.origin, updated_at = now()
+   ON CONFLICT (workspace_id, name) DO UPDATE SET sealed = EXCLUDED.sealed, origin = COALESCE(EXCLUDED.origin, workspace_secrets.origin), updated_at = now()
    RETURNING ${VIEW}`,
 );
 // Puts into one workspace count one after another, so two at once cannot both take the last place.
@@ -30,7 +30,7 @@ const DELETE = statement('DELETE FROM workspace_secrets WHERE workspace_id = $1 
 /** Sets the workspace's secret `name`, replacing its value if it has one: its name and times (never the value). */
 /**
  * Sets the workspace's secret `name`, replacing its value if it has one: its name, origin and times
- * (never the value). Setting it again sets its origin again too (none given: its next use's).
+ * (never the value). Set again without an origin, it keeps the one it had.
  */
 export async function putSecret(workspaceId: number, name: string, value: string, origin?: string): Promise<SecretView> {
   // The callers validate first (400 / a CLI error); this keeps a value that slipped past out of the table, without echoing it.
@@ -47,17 +47,22 @@ export async function putSecret(workspaceId: number, name: string, value: string
 }
 
 // Bound to the origin of its first use when none was given: from then on it goes there alone.
-const FOR_ORIGIN = statement('UPDATE workspace_secrets SET origin = COALESCE(origin, $3) WHERE workspace_id = $1 AND name = $2 RETURNING sealed, origin');
+const SEALED_WITH_ORIGIN = statement('SELECT sealed, origin FROM workspace_secrets WHERE workspace_id = $1 AND name = $2');
+const BIND = statement('UPDATE workspace_secrets SET origin = COALESCE(origin, $3) WHERE workspace_id = $1 AND name = $2 RETURNING sealed, origin');
 
 /**
  * The workspace's secret `name` to send to `origin`: its plaintext when it is bound to that origin
- * (or bound to it now, at its first use), `{ boundTo }` when it is another origin's, undefined when
- * the workspace has none. So whoever can edit an agent cannot send a secret anywhere but where it was meant to go.
+ * (or bound to it now, at its first use: only an operator's `secret set` leaves one unbound; the
+ * API and the dashboard require the origin), `{ boundTo }` when it is another origin's, undefined
+ * when the workspace has none. So whoever can edit an agent cannot send a secret anywhere but where
+ * it was meant to go.
  */
 export async function openSecretFor(workspaceId: number, name: string, origin: string, on: Sql = sql): Promise<{ value: string } | { boundTo: string } | undefined> {
-  const [row] = await on.rows<{ sealed: Buffer; origin: string }>(FOR_ORIGIN, [workspaceId, name, origin]);
+  let [row] = await on.rows<{ sealed: Buffer; origin: string | null }>(SEALED_WITH_ORIGIN, [workspaceId, name]);
+  // Written only at the first use: every later call reads.
+  if (row && row.origin === null) [row] = await on.rows<{ sealed: Buffer; origin: string }>(BIND, [workspaceId, name, origin]);
   if (!row) return undefined;
-  return row.origin === origin ? { value: open(row.sealed).toString('utf8') } : { boundTo: row.origin };
+  return row.origin === origin ? { value: open(row.sealed).toString('utf8') } : { boundTo: row.origin ?? '' };
 }
 
 /** The plaintext of the workspace's secret `name`; undefined when it has none (another workspace's is never found). */

@@ -16,17 +16,24 @@ export const SECRETS_PER_WORKSPACE = 100;
 /** The largest value (UTF-8 bytes) a secret holds: a bearer token, not a document. */
 export const MAX_SECRET_BYTES = 8192;
 
-export const SECRET_VALUE_MESSAGE = `value must be a non-empty string of at most ${MAX_SECRET_BYTES} bytes (UTF-8), without control characters`;
+export const SECRET_VALUE_MESSAGE = `value must be a non-empty string of at most ${MAX_SECRET_BYTES} bytes (UTF-8) that a header can carry: no control characters, nothing past Latin-1, no spaces at its ends`;
 
 export function isSecretName(name: unknown): name is string {
   return typeof name === 'string' && SECRET_NAME.test(name);
 }
 
 /** Whether a value may be stored: a string of 1 to MAX_SECRET_BYTES UTF-8 bytes (never echoed back when it may not). */
-// A credential is sent as a header: one holding a control character could never be sent (and the
+// A credential is sent as a header: one a header could not carry could never be sent (and fetch's
 // refusal would quote it whole).
 export function isSecretValue(value: unknown): value is string {
-  return typeof value === 'string' && value.length > 0 && Buffer.byteLength(value, 'utf8') <= MAX_SECRET_BYTES && !/[\x00-\x1f\x7f]/.test(value);
+  return typeof value === 'string' && Buffer.byteLength(value, 'utf8') <= MAX_SECRET_BYTES && isHeaderValue(value);
+}
+
+/** What an HTTP header value may hold: visible ASCII, spaces inside, and Latin-1 past it (fetch takes bytes only). */
+const HEADER_VALUE = /^[\x21-\x7e\x80-\xff](?:[\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
+
+export function isHeaderValue(value: string): boolean {
+  return HEADER_VALUE.test(value);
 }
 
 export const SECRET_ORIGIN_MESSAGE = 'origin must be an origin alone: http(s)://host[:port], without a path';

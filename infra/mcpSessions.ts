@@ -39,8 +39,6 @@ interface Session {
   client: Promise<Client>;
   users: number;
   evicted: boolean;
-  /** Bumped by list_changed: a listing asked before it is not kept. */
-  generation: number;
 }
 
 // The token is part of the key only as its hash: two credentials never share a session.
@@ -69,8 +67,10 @@ function retire(session: Session): void {
 
 const sessions = new LRUCache<string, Session>({ max: MAX_SESSIONS, dispose: retire });
 const listings = new LRUCache<string, McpToolListing[]>({ max: MAX_SESSIONS, ttl: MCP_LIST_TTL_MS });
+/** list_changed notices by key, whichever session heard them: a listing read across one is not kept. */
+const changes = new LRUCache<string, number>({ max: MAX_SESSIONS * 4 });
 
-async function open(remote: McpRemote, key: string, session: () => Session | undefined, timeoutMs: number): Promise<Client> {
+async function open(remote: McpRemote, key: string, timeoutMs: number): Promise<Client> {
   const transport = new StreamableHTTPClientTransport(new URL(remote.url), {
     fetch: targetFetch(),
     ...(remote.token && { requestInit: { headers: { authorization: `Bearer ${remote.token}` } } }),
@@ -78,8 +78,7 @@ async function open(remote: McpRemote, key: string, session: () => Session | und
   const client = new Client(CLIENT_INFO, { capabilities: {} });
   client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
     listings.delete(key);
-    const current = session();
-    if (current) current.generation += 1;
+    changes.set(key, (changes.get(key) ?? 0) + 1);
   });
   // The transport's own reconnects report here; a call that fails says so to its caller.
   client.onerror = (err) => logger.debug({ err: redacted(String(err), remote.token), server: remote.url }, 'mcp session error');
@@ -90,8 +89,7 @@ async function open(remote: McpRemote, key: string, session: () => Session | und
 function sessionFor(remote: McpRemote, key: string, timeoutMs: number): Session {
   let session = sessions.get(key);
   if (!session) {
-    const created: Session = { client: Promise.resolve(undefined as never), users: 0, evicted: false, generation: 0 };
-    created.client = open(remote, key, () => (sessions.get(key) === created ? created : undefined), timeoutMs);
+    const created: Session = { client: open(remote, key, timeoutMs), users: 0, evicted: false };
     // A session that could not be opened is not kept: the next call tries again.
     created.client.catch(() => sessions.get(key) === created && sessions.delete(key));
     sessions.set(key, created);
@@ -113,22 +111,26 @@ function sessionBroken(err: unknown): boolean {
 }
 
 /**
- * Runs `use` on the remote's session, within `budgetMs` in all (opening the session included), with
- * a signal of its own that follows `signal`: the SDK keeps its listener on the signal it is given.
+ * Runs `use` on the remote's session, within `budgetMs` in all (opening the session included: then
+ * its requests are aborted), with a signal of its own that follows `signal`: the SDK keeps its
+ * listener on the signal it is given. `call()` gives each request what is left of the budget.
  */
-async function withSession<T>(remote: McpRemote, o: { signal?: AbortSignal; budgetMs: number }, use: (client: Client, call: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
+async function withSession<T>(remote: McpRemote, o: { signal?: AbortSignal; budgetMs: number }, use: (client: Client, call: () => { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
   const key = keyOf(remote);
   const until = Date.now() + o.budgetMs;
   const left = () => Math.max(1, until - Date.now());
   const controller = new AbortController();
   const stop = () => controller.abort(o.signal?.reason);
+  if (o.signal?.aborted) stop();
   o.signal?.addEventListener('abort', stop, { once: true });
+  const spent = setTimeout(() => controller.abort(new Error(`no answer within ${o.budgetMs} ms`)), o.budgetMs);
+  const call = () => ({ signal: controller.signal, timeout: left() });
   const attempt = async (session: Session): Promise<{ ok: true; value: T } | { ok: false; err: unknown; client: Client }> => {
     session.users += 1;
     try {
       const client = await session.client;
       try {
-        return { ok: true, value: await use(client, { signal: controller.signal, timeout: left() }) };
+        return { ok: true, value: await use(client, call) };
       } catch (err) {
         return { ok: false, err, client };
       }
@@ -150,6 +152,7 @@ async function withSession<T>(remote: McpRemote, o: { signal?: AbortSignal; budg
     if (again.ok) return again.value;
     throw again.err;
   } finally {
+    clearTimeout(spent);
     o.signal?.removeEventListener('abort', stop);
   }
 }
@@ -159,14 +162,13 @@ export async function listMcpTools(remote: McpRemote, o: { signal?: AbortSignal;
   const key = keyOf(remote);
   const kept = listings.get(key);
   // A kept listing spares the list, not the check that the server answers now (a ping on the open session).
-  if (kept) return withSession(remote, o, (client, call) => client.ping(call)).then(() => kept);
-  let generation = 0;
+  if (kept) return withSession(remote, o, (client, call) => client.ping(call())).then(() => kept);
+  const before = changes.get(key) ?? 0;
   const tools = await withSession(remote, o, async (client, call) => {
-    generation = sessions.get(key)?.generation ?? 0;
     const all: McpToolListing[] = [];
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const listed = await client.listTools(cursor ? { cursor } : undefined, call);
+      const listed = await client.listTools(cursor ? { cursor } : undefined, call());
       all.push(...listed.tools.map((t) => ({ name: t.name, ...(t.description && { description: t.description }), inputSchema: t.inputSchema as Record<string, unknown> })));
       cursor = listed.nextCursor;
       if (!cursor) break;
@@ -174,14 +176,15 @@ export async function listMcpTools(remote: McpRemote, o: { signal?: AbortSignal;
     return all;
   });
   // Not kept if the list changed while it was read: the next run asks again.
-  if ((sessions.get(key)?.generation ?? 0) === generation) listings.set(key, tools);
+  if ((changes.get(key) ?? 0) === before) listings.set(key, tools);
   return tools;
 }
 
 /** One tools/call; progress the server reports is handed on as it comes. */
 export function callMcpTool(remote: McpRemote, name: string, args: Record<string, unknown>, o: { signal?: AbortSignal; budgetMs: number; onProgress?: (p: Progress) => void }): Promise<CallToolResult> {
   return withSession(remote, o, async (client, call) => {
-    const result = await client.callTool({ name, arguments: args }, CallToolResultSchema, { ...call, maxTotalTimeout: call.timeout, ...(o.onProgress && { onprogress: o.onProgress, resetTimeoutOnProgress: true }) });
+    const request = call();
+    const result = await client.callTool({ name, arguments: args }, CallToolResultSchema, { ...request, maxTotalTimeout: request.timeout, ...(o.onProgress && { onprogress: o.onProgress, resetTimeoutOnProgress: true }) });
     return result as CallToolResult;
   });
 }
@@ -196,5 +199,6 @@ export async function closeMcpSessions(): Promise<void> {
   for (const session of sessions.values()) session.users = 0;
   sessions.clear();
   listings.clear();
+  changes.clear();
   await Promise.race([Promise.all([...ending]), new Promise((resolve) => setTimeout(resolve, END_TIMEOUT_MS).unref())]);
 }

@@ -170,7 +170,7 @@ describe('MCP servers as agent tools', () => {
     afterEachTest(() => remote.close());
     const t = await tenant({ scopes: SCOPES, config: { tools: [{ type: 'mcp', server_label: 'remote', server_url: remote.url, credential: 'remote-token' }] } });
     const secret = `sk-live-${createHash('sha256').update(String(Math.random())).digest('hex')}`;
-    expect((await call(api.url, 'PUT', '/api/v2/secrets/remote-token', { key: t.key, body: { value: secret } })).status).toBe(200);
+    expect((await call(api.url, 'PUT', '/api/v2/secrets/remote-token', { key: t.key, body: { value: secret, origin: new URL(remote.url).origin } })).status).toBe(200);
     await scriptModel(t.model, [{ toolCalls: [{ name: 'remote__alpha', arguments: '{}' }] }, { chunks: ['Done.'] }]);
     const frames = await streamed(t);
     expect(frames.at(-1)!.event).toBe('response.completed');
@@ -193,7 +193,7 @@ describe('MCP servers as agent tools', () => {
     expect(opened).not.toContain(secret);
   });
 
-  it('sends a secret to one origin only: the one it was set for, or its first use\'s; an agent pointed elsewhere cannot take it', async () => {
+  it("sends a secret to one origin only: the one it was set for, or an operator's unbound one's first use; an agent pointed elsewhere cannot take it", async () => {
     const [first, elsewhere] = [await changingToolsServer('alpha'), await changingToolsServer('alpha')];
     afterEachTest(async () => {
       await first.close();
@@ -202,7 +202,9 @@ describe('MCP servers as agent tools', () => {
     const mcp = (label: string, url: string) => ({ type: 'mcp', server_label: label, server_url: url, credential: 'token' });
     const t = await tenant({ scopes: [...SCOPES, 'secrets:read'], config: { tools: [mcp('first', first.url)] } });
     const secret = `sk-live-${createHash('sha256').update(String(Math.random())).digest('hex')}`;
-    expect((await call(api.url, 'PUT', '/api/v2/secrets/token', { key: t.key, body: { value: secret } })).body.origin).toBeNull();
+    // Set by an operator without an origin (the API requires one): bound at its first use.
+    expect(await admin.setSecret({ workspace: t.workspace, name: 'token', value: secret })).toEqual({ name: 'token' });
+    expect((await call(api.url, 'GET', '/api/v2/secrets', { key: t.key })).body.data).toEqual([expect.objectContaining({ name: 'token', origin: null })]);
     await scriptModel(t.model, [{ text: 'ok' }]);
     await respond(t);
     // Bound at its first use.
@@ -229,7 +231,7 @@ describe('MCP servers as agent tools', () => {
       scopes: SCOPES,
       config: { tools: [{ type: 'mcp', server_label: 'other', server_url: `${api.url}/mcp`, allowed_tools: ['list_agents', 'read_usage'], credential: 'b-key' }] },
     });
-    await call(api.url, 'PUT', '/api/v2/secrets/b-key', { key: a.key, body: { value: b.key } });
+    await call(api.url, 'PUT', '/api/v2/secrets/b-key', { key: a.key, body: { value: b.key, origin: new URL(api.url).origin } });
     await scriptModel(a.model, [{ toolCalls: [{ name: 'other__list_agents', arguments: '{}' }, { name: 'other__read_usage', arguments: '{}' }] }, { text: 'Listed.' }]);
     expect((await respond(a)).body.status).toBe('completed');
     expect(await offered(a)).toEqual(['other__list_agents', 'other__read_usage']);

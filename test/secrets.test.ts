@@ -42,7 +42,10 @@ async function sealedRow(t: Tenant, name: string): Promise<Buffer | undefined> {
   return rows[0]?.sealed;
 }
 
-const put = (key: string, name: string, body: unknown) => call(api.url, 'PUT', `/api/v2/secrets/${name}`, { key, body });
+/** Where the secrets of these tests are bound: the API requires an origin with every value. */
+const ORIGIN = 'https://mcp.example.com';
+const put = (key: string, name: string, body: unknown) =>
+  call(api.url, 'PUT', `/api/v2/secrets/${name}`, { key, body: body && typeof body === 'object' && !('origin' in body) ? { ...body, origin: ORIGIN } : body });
 const list = (key: string) => call(api.url, 'GET', '/api/v2/secrets', { key });
 const remove = (key: string, name: string) => call(api.url, 'DELETE', `/api/v2/secrets/${name}`, { key });
 
@@ -120,7 +123,7 @@ describe('the secrets endpoints', () => {
     const value = secretValue();
     const set = await put(t.key, 'mcp_github', { value });
     expect(set.status).toBe(200);
-    expect(set.body).toEqual({ object: 'secret', name: 'mcp_github', origin: null, created_at: expect.any(String), updated_at: expect.any(String) });
+    expect(set.body).toEqual({ object: 'secret', name: 'mcp_github', origin: ORIGIN, created_at: expect.any(String), updated_at: expect.any(String) });
     expect(set.text).not.toContain(value);
     expect(await openSecret(await workspaceKey(t), 'mcp_github')).toBe(value);
     expect((await sealedRow(t, 'mcp_github'))!.includes(Buffer.from(value))).toBe(false);
@@ -224,7 +227,7 @@ describe('the secrets endpoints', () => {
       ['ok', {}, /^value must be/],
       ['ok', { value: 'fine', name: 'other' }, /^unknown key: name/],
       // Sent as a header, it could never go: control characters are refused.
-      ['ok', { value: 'sk-live-CTRL\nline' }, /without control characters/],
+      ['ok', { value: 'sk-live-CTRL\nline' }, /no control characters/],
     ];
     try {
       for (const [name, body, message] of cases) {
@@ -236,6 +239,9 @@ describe('the secrets endpoints', () => {
         expect(refused.text).not.toContain('987654321');
         expect(refused.text).not.toContain('sk-live-CTRL');
       }
+      // Through the API a value always comes with the one origin it is sent to.
+      const unbound = await call(api.url, 'PUT', '/api/v2/secrets/ok', { key: t.key, body: { value: secretValue() } });
+      expect([unbound.status, unbound.body.error.message]).toEqual([400, expect.stringMatching(/^origin must be an origin alone/)]);
       expect(await listSecrets(await workspaceKey(t))).toEqual([]);
 
       // The limit is in bytes, inclusive.
@@ -307,7 +313,7 @@ describe('the dashboard Secrets page', () => {
     const csrf = fieldValue(developer.page, '_csrf')!;
     const value = secretValue();
 
-    const set = await developer.browser.go('/dashboard/secrets', { form: { _csrf: csrf, name: 'dash.token', value } });
+    const set = await developer.browser.go('/dashboard/secrets', { form: { _csrf: csrf, name: 'dash.token', value, origin: ORIGIN } });
     expect(set.status).toBe(200);
     expect(set.html).toContain('Secret dash.token set.');
     expect(set.html).toContain('data-secret="dash.token"');
@@ -316,21 +322,21 @@ describe('the dashboard Secrets page', () => {
 
     // A refused form shows the problem, keeps the name, drops the value.
     const tooLong = `${secretValue()}${'z'.repeat(MAX_SECRET_BYTES)}`;
-    const refused = await developer.browser.go('/dashboard/secrets', { form: { _csrf: csrf, name: 'dash.token', value: tooLong } });
+    const refused = await developer.browser.go('/dashboard/secrets', { form: { _csrf: csrf, name: 'dash.token', value: tooLong, origin: ORIGIN } });
     expect(refused.status).toBe(400);
     expect(refused.html).toMatch(/value must be a non-empty string of at most 8192 bytes/);
     expect(refused.html).not.toContain(tooLong.slice(0, 30));
-    expect((await developer.browser.go('/dashboard/secrets', { form: { _csrf: csrf, name: 'bad name', value } })).status).toBe(400);
+    expect((await developer.browser.go('/dashboard/secrets', { form: { _csrf: csrf, name: 'bad name', value, origin: ORIGIN } })).status).toBe(400);
     expect(await openSecret(await workspaceKey(t), 'dash.token')).toBe(value);
     // Without the session's CSRF token, nothing is set.
-    expect((await developer.browser.go('/dashboard/secrets', { form: { _csrf: 'forged', name: 'forged', value } })).status).toBe(403);
+    expect((await developer.browser.go('/dashboard/secrets', { form: { _csrf: 'forged', name: 'forged', value, origin: ORIGIN } })).status).toBe(403);
 
     const viewer = await signedIn(t, 'viewer');
     expect(viewer.page).toContain('data-secret="dash.token"');
     expect(viewer.page).not.toContain('Set a secret');
     expect(viewer.page).not.toContain('/dashboard/secrets/delete');
     const viewerCsrf = fieldValue(viewer.page, '_csrf')!;
-    expect((await viewer.browser.go('/dashboard/secrets', { form: { _csrf: viewerCsrf, name: 'viewer', value } })).status).toBe(403);
+    expect((await viewer.browser.go('/dashboard/secrets', { form: { _csrf: viewerCsrf, name: 'viewer', value, origin: ORIGIN } })).status).toBe(403);
     expect((await viewer.browser.go('/dashboard/secrets/delete', { form: { _csrf: viewerCsrf, name: 'dash.token' } })).status).toBe(403);
 
     const owner = await signedIn(t, 'owner');

@@ -297,7 +297,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     try {
       listings = await discoverMcpTools({ workspaceId: input.workspace.id, deadline, servers: mcpServers });
     } catch (err) {
-      if (isCancellation(err) || err instanceof DeadlinePassed || ranOutOfTime(err) || deadline.at <= Date.now()) throw err;
+      if (isCancellation(err)) throw err;
+      if (err instanceof DeadlinePassed || ranOutOfTime(err) || deadline.at <= Date.now()) throw new DeadlinePassed();
       // The listing itself failed (its attempts timed out): every server is as unreachable.
       const message = `MCP servers could not be listed: ${failureOf(err, deadline).message}`;
       listings = mcpServers.map((s) => ({ label: s.server_label, error: message }));

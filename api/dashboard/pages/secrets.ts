@@ -21,12 +21,12 @@ export function secretPages(router: Router<PageState>): void {
     const { form, session } = ctx.state;
     const name = (form.get('name') ?? '').trim();
     const value = form.get('value') ?? '';
-    const origin = (form.get('origin') ?? '').trim() || undefined;
+    const origin = (form.get('origin') ?? '').trim();
     const problem = !isSecretName(name)
       ? `The ${SECRET_NAME_MESSAGE}.`
       : !isSecretValue(value)
         ? `The ${SECRET_VALUE_MESSAGE}.`
-        : origin !== undefined && !isSecretOrigin(origin)
+        : !isSecretOrigin(origin)
           ? `The ${SECRET_ORIGIN_MESSAGE}.`
           : undefined;
     if (problem) return secretsPage(ctx, { error: problem, name }, 400);

@@ -22,14 +22,16 @@ const putSecret = yup
           description: `The credential (a bearer token), at most ${MAX_SECRET_BYTES} bytes as UTF-8. Sealed at rest; never returned, logged or shown again.`,
         },
       }),
+    // Required here: a member or key that may edit agents must not choose, by a first use, where a secret goes.
     origin: yup
       .string()
       .typeError(SECRET_ORIGIN_MESSAGE)
+      .required(SECRET_ORIGIN_MESSAGE)
       .test('origin', SECRET_ORIGIN_MESSAGE, (v) => v === undefined || isSecretOrigin(v))
       .meta({
         jsonSchema: {
           format: 'uri',
-          description: 'The one origin (`https://host[:port]`) the secret is sent to. Absent: the origin of its first use, from then on. Set the secret again to change it.',
+          description: 'The one origin (`https://host[:port]`) the secret is sent to: an agent whose server is elsewhere gets no token. Set the secret again to change it.',
         },
       }),
   })
