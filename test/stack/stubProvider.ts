@@ -56,6 +56,8 @@ export interface RecordedRequest {
   aborted: boolean;
   /** For a relayed request (`real:` models): the usage the real model server reported, once it has answered. */
   relayedUsage?: { prompt_tokens: number; completion_tokens: number };
+  /** For a relayed request: why the real model's reply ended (`stop`, or `length` at its cap). */
+  relayedFinish?: string;
 }
 
 interface Script {
@@ -91,9 +93,17 @@ function finishReason(reply: StubReply): string {
   return reply.toolCalls ? 'tool_calls' : reply.truncated ? 'length' : 'stop';
 }
 
-function reportedUsage(answer: string): RecordedRequest['relayedUsage'] {
+function answerObjects(answer: string): Record<string, any>[] {
   const objects = answer.trimStart().startsWith('{') ? [answer] : answer.split('\n').filter((line) => line.startsWith('data: {')).map((line) => line.slice(6));
-  return objects.map((o) => JSON.parse(o).usage).filter(Boolean).at(-1);
+  return objects.map((o) => JSON.parse(o));
+}
+
+function reportedUsage(answer: string): RecordedRequest['relayedUsage'] {
+  return answerObjects(answer).map((o) => o.usage).filter(Boolean).at(-1);
+}
+
+function reportedFinish(answer: string): string | undefined {
+  return answerObjects(answer).map((o) => o.choices?.[0]?.finish_reason).filter(Boolean).at(-1);
 }
 
 export class StubProvider extends LoopbackServer {
@@ -223,7 +233,11 @@ export class StubProvider extends LoopbackServer {
     const text: string[] = [];
     Readable.fromWeb(answer.body as ReadableStream)
       .on('data', (chunk: Buffer) => text.push(chunk.toString('utf8')))
-      .on('end', () => recorded && (recorded.relayedUsage = reportedUsage(text.join(''))))
+      .on('end', () => {
+        if (!recorded) return;
+        recorded.relayedUsage = reportedUsage(text.join(''));
+        recorded.relayedFinish = reportedFinish(text.join(''));
+      })
       .on('error', () => res.destroy())
       .pipe(res);
   }
