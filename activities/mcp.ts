@@ -1,6 +1,7 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
+import { MAX_ACTION_OUTPUT_CHARS } from '../domain/actions';
 import type { McpToolConfig } from '../domain/agents';
 import type { McpToolListing } from '../domain/mcpTools';
 import type { Deadline } from '../domain/runs';
@@ -9,11 +10,8 @@ import { isHeaderValue } from '../domain/secrets';
 import { callMcpTool as callRemote, listMcpTools, redacted, type McpRemote } from '../infra/mcpSessions';
 import { TargetRefused } from '../infra/outboundTarget';
 import { callSignal, deadlineFailure } from './bounded';
-import { RunEvents } from './runEvents';
+import { asToolCall } from './tools';
 import { TOOL_REQUEST_TIMEOUT_MS } from '../workflows/timings';
-
-/** A tool's result goes to the model as an HTTP tool's answer does: at most this many characters. */
-const MAX_RESULT_CHARS = 16 * 1024;
 
 /**
  * Remote MCP servers' tools for a run (docs/api.md, "MCP servers as tools"). What crosses Temporal
@@ -86,43 +84,32 @@ export interface McpInvocation {
  * cannot be reached, or fails the request, fails the call: retried by the policy beside the
  * workflow, as an HTTP tool's; a refused target is final.
  */
-export async function callMcpTool(call: McpInvocation): Promise<string> {
-  const ctx = Context.current();
-  if (call.deadline.at <= Date.now()) throw deadlineFailure(call.deadline);
-  const events = new RunEvents(call.runId);
-  const signal = callSignal(call.deadline);
-  const event = { id: call.runId, call_id: call.callId, tool: call.name };
-  if (ctx.info.attempt === 1) events.emit('response.tool.started', event);
+export function callMcpTool(call: McpInvocation): Promise<string> {
   let remote: McpRemote | undefined;
-  // A chatty server's progress is thinned: a run's stream holds its events whole, from response.started on.
-  let told = 0;
-  let toldAt = 0;
-  const progress = (p: Progress) => {
-    const last = p.total !== undefined && p.progress >= p.total;
-    if (!last && (told >= MAX_PROGRESS_EVENTS || Date.now() - toldAt < PROGRESS_EVERY_MS)) return;
-    told += 1;
-    toldAt = Date.now();
-    events.emit('response.tool.progress', { ...event, progress: p.progress, ...(p.total !== undefined && { total: p.total }), ...(p.message && { message: p.message.slice(0, 200) }) });
-  };
-  try {
+  const failure = (err: unknown) => ({ message: messageOf(err, remote?.token), final: final(err) });
+  return asToolCall(call, failure, async ({ signal, events, event }) => {
+    // A chatty server's progress is thinned: a run's stream holds its events whole, from response.started on.
+    let told = 0;
+    let toldAt = 0;
+    const progress = (p: Progress) => {
+      const last = p.total !== undefined && p.progress >= p.total;
+      if (!last && (told >= MAX_PROGRESS_EVENTS || Date.now() - toldAt < PROGRESS_EVERY_MS)) return;
+      told += 1;
+      toldAt = Date.now();
+      events.emit('response.tool.progress', { ...event, progress: p.progress, ...(p.total !== undefined && { total: p.total }), ...(p.message && { message: p.message.slice(0, 200) }) });
+    };
     const args = argumentsOf(call);
     remote = await remoteOf(call.workspaceId, call.server);
     const result = await callRemote(remote, call.tool, args, { signal, budgetMs: TOOL_REQUEST_TIMEOUT_MS, onProgress: progress });
-    const text = resultText(result).slice(0, MAX_RESULT_CHARS);
+    // As much of it as of an HTTP tool's answer or a client tool's output.
+    const text = resultText(result).slice(0, MAX_ACTION_OUTPUT_CHARS);
     if (result.isError) {
       events.emit('response.tool.failed', { ...event, error: text.slice(0, 500) });
       return `The tool reported an error: ${text}`;
     }
     events.emit('response.tool.completed', event);
     return text;
-  } catch (err) {
-    if (err instanceof ApplicationFailure) throw err;
-    // The run's time is up: stopping the tool fails the run, whatever the tool policy.
-    if (signal.aborted && !ctx.cancellationSignal.aborted) throw deadlineFailure(call.deadline);
-    throw ApplicationFailure.create({ message: `tool ${call.name} failed: ${messageOf(err, remote?.token)}`, type: 'tool_execution_failed', nonRetryable: final(err) });
-  } finally {
-    await events.flush();
-  }
+  });
 }
 
 function argumentsOf(call: McpInvocation): Record<string, unknown> {

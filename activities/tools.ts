@@ -34,13 +34,9 @@ export function toolSecret(workspacePublicId: string): string {
  * returns the endpoint's answer for the model. Network failures and 5xx are retried by the policy
  * declared beside the workflow; a 4xx or a refused target is final.
  */
-export async function callTool(call: ToolInvocation): Promise<string> {
-  const ctx = Context.current();
-  if (call.deadline.at <= Date.now()) throw deadlineFailure(call.deadline);
-  const events = new RunEvents(call.runId);
-  const signal = callSignal(call.deadline);
-  if (ctx.info.attempt === 1) events.emit('response.tool.started', { id: call.runId, call_id: call.callId, tool: call.tool.name });
-  try {
+export function callTool(call: ToolInvocation): Promise<string> {
+  const failure = (err: unknown) => ({ message: (err as Error).message, final: err instanceof TargetRefused });
+  return asToolCall({ ...call, name: call.tool.name }, failure, async ({ signal, events, event }) => {
     const url = new URL(call.tool.url);
     const timestamp = Math.floor(Date.now() / 1000);
     const signature = createHmac('sha256', toolSecret(call.workspacePublicId)).update(`${timestamp}.${call.arguments}`).digest('hex');
@@ -53,14 +49,44 @@ export async function callTool(call: ToolInvocation): Promise<string> {
     if (answer.status >= 400) {
       throw ApplicationFailure.create({ message: `tool ${call.tool.name} answered ${answer.status}`, type: 'tool_execution_failed', nonRetryable: answer.status < 500 });
     }
-    events.emit('response.tool.completed', { id: call.runId, call_id: call.callId, tool: call.tool.name });
+    events.emit('response.tool.completed', event);
     return answer.text;
+  });
+}
+
+/** What every service-run tool call names: its run, the model's call, the tool's name as the model called it, the run's deadline. */
+export interface ToolCallOf {
+  runId: string;
+  callId: string;
+  name: string;
+  deadline: Deadline;
+}
+
+/**
+ * One service-run tool call (an HTTP tool's, a remote MCP tool's) as its activity runs it: refused
+ * past the run's deadline, response.tool.started at its first attempt, then `work`, which says how
+ * it ended. What `work` throws is tool_execution_failed, final as `failure` says (retried by the
+ * policy beside the workflow otherwise), unless the run's time ran out: then the deadline's failure.
+ */
+export async function asToolCall(
+  call: ToolCallOf,
+  failure: (err: unknown) => { message: string; final: boolean },
+  work: (o: { signal: AbortSignal; events: RunEvents; event: { id: string; call_id: string; tool: string } }) => Promise<string>,
+): Promise<string> {
+  const ctx = Context.current();
+  if (call.deadline.at <= Date.now()) throw deadlineFailure(call.deadline);
+  const events = new RunEvents(call.runId);
+  const signal = callSignal(call.deadline);
+  const event = { id: call.runId, call_id: call.callId, tool: call.name };
+  if (ctx.info.attempt === 1) events.emit('response.tool.started', event);
+  try {
+    return await work({ signal, events, event });
   } catch (err) {
     if (err instanceof ApplicationFailure) throw err;
     // The run's time is up: stopping the tool fails the run, whatever the tool policy.
     if (signal.aborted && !ctx.cancellationSignal.aborted) throw deadlineFailure(call.deadline);
-    const final = err instanceof TargetRefused;
-    throw ApplicationFailure.create({ message: `tool ${call.tool.name} failed: ${(err as Error).message}`, type: 'tool_execution_failed', nonRetryable: final });
+    const { message, final } = failure(err);
+    throw ApplicationFailure.create({ message: `tool ${call.name} failed: ${message}`, type: 'tool_execution_failed', nonRetryable: final });
   } finally {
     await events.flush();
   }
