@@ -12,12 +12,12 @@ import { PROJECT_ROOT } from '../infra/projectRoot';
 import { answers, freePort, startDevServer, TEMPORAL_CLI } from '../workers/temporalDevServer';
 import { Children, ProcessSampler, waitFor } from './processes';
 import { BenchStub } from './stubProvider';
+import { EVERYTHING_BIN } from '../test/support/mcpEverything';
 import { profileGoProcess } from './temporalProfile';
 
 export const FLOOR_QUEUE = 'bench-floor';
 export const PROFILE_DIR = path.join(PROJECT_ROOT, 'bench/results/profiles');
 const SERVICE_QUEUE = 'agent-runs';
-const MCP_EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/package.json').replace(/package\.json$/, 'dist/index.js');
 const COLLECTION = 'bench';
 /** Per 60 s window: far above what the load can send, so no request is refused, yet every limiter check still runs. */
 const RATE_LIMIT = '1000000000';
@@ -97,7 +97,7 @@ export async function startStack(children: Children, stub: BenchStub, database: 
   const stubUrl = await stub.start();
   const [apiPort, bareKoaPort, floorPort, workerMetricsPort, mcpPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   // The MCP project's reference server, in its Streamable HTTP mode: it reads its port from PORT alone.
-  children.spawn('mcp-everything', process.execPath, [MCP_EVERYTHING, 'streamableHttp'], { PORT: String(mcpPort), PATH: process.env.PATH ?? '' });
+  children.spawn('mcp-everything', process.execPath, [EVERYTHING_BIN, 'streamableHttp'], { PORT: String(mcpPort), PATH: process.env.PATH ?? '' });
   const mcpServer = `http://127.0.0.1:${mcpPort}/mcp`;
   // The bench's own modules (migrate, admin commands, the Temporal client) read these. The service
   // runs outside DEVELOPMENT_MODE, as deployed, so it gets secrets of this run's own (unless given).

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { resetConfig } from '../infra/config';
 import { TEMPORAL_CLI } from '../workers/temporalDevServer';
 import { call, scriptModel, tenant, useApi } from './support/stack';
+import { payloadsIn, plaintextOf, type WirePayload } from './support/payloads';
 
 /**
  * The dev stack's Temporal UI decodes runs out of the box: `npm start` points the UI at the API's
@@ -18,22 +19,6 @@ const run = promisify(execFile);
 const QUESTION = 'what-the-newcomer-asked-3';
 const ANSWER = 'what-the-model-said-5';
 
-type WirePayload = { metadata: Record<string, string>; data: string };
-
-function payloadsIn(history: unknown): WirePayload[] {
-  const found: WirePayload[] = [];
-  const walk = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(walk);
-    if (!node || typeof node !== 'object') return;
-    const record = node as Record<string, unknown>;
-    if (record.metadata && typeof record.data === 'string') found.push(record as WirePayload);
-    Object.values(record).forEach(walk);
-  };
-  walk(history);
-  return found;
-}
-
-const plaintextOf = (payloads: WirePayload[]) => payloads.map((p) => Buffer.from(p.data, 'base64').toString('utf8')).join('\n');
 const show = async (runId: string, ...codec: string[]) =>
   payloadsIn(JSON.parse((await run(TEMPORAL_CLI, ['workflow', 'show', '--workflow-id', runId, '--address', process.env.TEMPORAL_ADDRESS!, ...codec, '--output', 'json'], { encoding: 'utf8' })).stdout));
 

@@ -2,18 +2,17 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ValidationError } from 'yup';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { parseAgentConfig } from '../api/validation/agentConfig';
 import { runTimeline } from '../api/dashboard/runTimeline';
 import { resetConfig } from '../infra/config';
 import { targetFetch, TargetRefused, type Resolver } from '../infra/outboundTarget';
-import { payloadCodec } from '../infra/payloadCodec';
 import { MCP_SERVER_PROMPT_TOKENS, offeredMcpTools } from '../domain/mcpTools';
 import { temporal } from '../infra/temporalClient';
 import { call, providerRequests, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 import { allFrames, openStream } from './support/sse';
 import * as admin from '../admin/commands';
 import { changingToolsServer, everythingServer, type EverythingServer } from './support/mcpEverything';
+import { openedPayloads, plaintextOf, storedPayloads } from './support/payloads';
 
 /**
  * Remote MCP servers as an agent's tools, against real servers: the MCP project's reference server
@@ -182,13 +181,12 @@ describe('MCP servers as agent tools', () => {
     expect((await call(api.url, 'GET', '/api/v2/logs', { key: t.key })).text).not.toContain(secret);
     expect((await call(api.url, 'GET', `/api/v2/runs/${runId}`, { key: t.key })).text).not.toContain(secret);
     // Every payload of the run's history, raw and opened with the codec: the config names the secret, never holds it.
-    const events = (await (await temporal()).workflow.getHandle(runId).fetchHistory()).events ?? [];
-    const raw = JSON.stringify(events);
+    const stored = storedPayloads(runId);
+    expect(stored.length).toBeGreaterThan(3);
+    const raw = JSON.stringify(stored) + plaintextOf(stored);
     expect(raw).not.toContain(secret);
     expect(raw).not.toContain(Buffer.from(secret).toString('base64'));
-    const payloads = collectPayloads(events);
-    expect(payloads.length).toBeGreaterThan(3);
-    const opened = JSON.stringify(await Promise.all(payloads.map(async (p) => defaultPayloadConverter.fromPayload((await payloadCodec.decode([p as never]))[0]))));
+    const opened = JSON.stringify(await openedPayloads(stored));
     expect(opened).toContain('remote-token');
     expect(opened).not.toContain(secret);
   });
@@ -305,19 +303,3 @@ describe('the mcp tool config and its connections', () => {
     }
   });
 });
-
-/** Every payload in a history's events, wherever it sits. */
-function collectPayloads(value: unknown, into: { metadata?: unknown; data?: Uint8Array | null }[] = []): { metadata?: unknown; data?: Uint8Array | null }[] {
-  if (!value || typeof value !== 'object') return into;
-  if (Array.isArray(value)) {
-    for (const item of value) collectPayloads(item, into);
-    return into;
-  }
-  const record = value as Record<string, unknown>;
-  if (record.metadata && record.data instanceof Uint8Array && typeof record.metadata === 'object' && 'encoding' in (record.metadata as object)) {
-    into.push(record as never);
-    return into;
-  }
-  for (const child of Object.values(record)) collectPayloads(child, into);
-  return into;
-}

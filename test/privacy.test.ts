@@ -1,4 +1,4 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { QueryTypes } from 'sequelize';
 import { redis } from '../db/redis';
@@ -7,6 +7,7 @@ import { hashApiKey } from '../domain/apiKeys';
 import { runEventsKey } from '../domain/streamEvents';
 import { TEMPORAL_CLI } from '../workers/temporalDevServer';
 import { call, scriptModel, tenant, useApi } from './support/stack';
+import { payloadsIn, plaintextOf, storedPayloads } from './support/payloads';
 
 // This file's API serves the codec endpoint.
 process.env.CODEC_OPERATOR_TOKEN = 'operator-token-for-tests';
@@ -15,28 +16,6 @@ const api = useApi();
 const QUESTION = 'the-secret-question-7';
 const ANSWER = 'the-secret-answer-9';
 
-type WirePayload = { metadata: Record<string, string>; data: string };
-
-/** Every payload of a workflow's history, as Temporal stores it (read without the codec). */
-function storedPayloads(runId: string): WirePayload[] {
-  return payloadsIn(JSON.parse(execFileSync(TEMPORAL_CLI, ['workflow', 'show', '--workflow-id', runId, '--address', process.env.TEMPORAL_ADDRESS!, '--output', 'json'], { encoding: 'utf8' })));
-}
-
-/** The payloads anywhere in a history in Temporal's JSON. */
-function payloadsIn(history: unknown): WirePayload[] {
-  const found: WirePayload[] = [];
-  const walk = (node: unknown): void => {
-    if (Array.isArray(node)) return node.forEach(walk);
-    if (!node || typeof node !== 'object') return;
-    const record = node as Record<string, unknown>;
-    if (record.metadata && typeof record.data === 'string') found.push(record as WirePayload);
-    Object.values(record).forEach(walk);
-  };
-  walk(history);
-  return found;
-}
-
-const plaintextOf = (payloads: WirePayload[]) => payloads.map((p) => Buffer.from(p.data, 'base64').toString('utf8')).join('\n');
 
 describe('a stateless run keeps no plaintext copy of its exchange', () => {
   it('seals every Temporal payload (the codec endpoint shows them to an operator), its idempotency record, and lets its stream go soon', async () => {

@@ -18,14 +18,15 @@ export interface EverythingServer {
   start(): Promise<void>;
 }
 
-const BIN = require.resolve('@modelcontextprotocol/server-everything/package.json').replace(/package\.json$/, 'dist/index.js');
+/** The reference server's entry point, run with `streamableHttp` and PORT (the bench starts it too). */
+export const EVERYTHING_BIN = require.resolve('@modelcontextprotocol/server-everything/package.json').replace(/package\.json$/, 'dist/index.js');
 
 export async function everythingServer(): Promise<EverythingServer> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = () =>
     new Promise<void>((resolve, reject) => {
-      const started = spawn(process.execPath, [BIN, 'streamableHttp'], { env: { PORT: String(port), PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'pipe'] });
+      const started = spawn(process.execPath, [EVERYTHING_BIN, 'streamableHttp'], { env: { PORT: String(port), PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'ignore', 'pipe'] });
       child = started;
       let said = '';
       started.stderr!.on('data', (chunk: Buffer) => {
