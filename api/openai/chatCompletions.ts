@@ -24,16 +24,14 @@ export function textOf(content: ChatMessageIn['content'], where: string): string
 
 /**
  * OpenAI's response_format, as the spec's: `json_schema`'s `strict` may be anything, the reply is
- * always checked against the schema; its `$schema` is dropped.
+ * always checked against the schema.
  */
 export function responseFormatOf(format: ChatCompletionBody['response_format'] | undefined): ResponseFormat {
   if (!format || format.type === 'text') return { type: 'text' };
   if (format.type === 'json_object') return { type: 'json_object' };
   const schema = format.json_schema;
   if (!schema?.schema) throw invalidRequest('response_format.json_schema.schema is required when type is json_schema.', 'response_format');
-  // SDKs name their dialect (zod's 2020-12, draft-07): the service checks every schema as one dialect of its own.
-  const { $schema: _dialect, ...rest } = schema.schema;
-  return parseResponseFormat({ type: 'json_schema', ...(schema.name && { name: schema.name }), schema: rest });
+  return parseResponseFormat({ type: 'json_schema', ...(schema.name && { name: schema.name }), schema: schema.schema });
 }
 
 /**

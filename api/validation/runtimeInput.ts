@@ -166,9 +166,11 @@ export function parseResponseFormat(value: unknown): ResponseFormat {
   if (parsed.type === 'text') return { type: 'text' };
   if (parsed.type === 'json_object') return { type: 'json_object' };
   if (!parsed.schema) throw invalidRequest('response_format.schema is required when type is json_schema.');
-  const problem = schemaProblem(parsed.schema);
+  // Clients name their dialect (zod's 2020-12, draft-07): the service checks every schema as one dialect of its own.
+  const { $schema: _dialect, ...schema } = parsed.schema;
+  const problem = schemaProblem(schema);
   if (problem) throw invalidRequest(problem);
-  return { type: 'json_schema', ...(parsed.name && { name: parsed.name }), schema: parsed.schema, strict: true };
+  return { type: 'json_schema', ...(parsed.name && { name: parsed.name }), schema, strict: true };
 }
 
 /** The body as executionBody passed it: what the handler reads, with the rules that span keys. */
