@@ -39,7 +39,8 @@ def main() -> None:
     params.port = int(os.environ.get("MODEL_SERVER_PORT", "8081"))
     params.n_parallel = slots
     params.cont_batching = True
-    params.n_ctx = slots * int(os.environ.get("MODEL_SERVER_CONTEXT", "2048"))
+    context = int(os.environ.get("MODEL_SERVER_CONTEXT", "2048"))
+    params.n_ctx = slots * context
     # The chat template the GGUF carries, rendered as the model was trained on it.
     params.use_jinja = True
     # Sampling for a small model, set here and not in the service's provider-neutral request (a
@@ -54,8 +55,10 @@ def main() -> None:
     sampling.dry_multiplier = 0.8
     sampling.dry_base = 1.75
     sampling.dry_allowed_length = 2
-    # DRY looks back over the whole context, not 64 tokens: a loop whose period is a few sentences is caught too.
-    sampling.dry_penalty_last_n = -1
+    # DRY looks back over the whole slot, not 64 tokens: a loop whose period is a few sentences is caught
+    # too. Named in tokens: llama.cpp's -1 ("the context size") turns DRY off in this server (measured:
+    # the same seed gave the same looping answer at dry_multiplier 0 and 5).
+    sampling.dry_penalty_last_n = context
     params.endpoint_metrics = True
     # Anyone who reaches the port could spend its compute: with a key, only the service can.
     if os.environ.get("MODEL_SERVER_API_KEY"):
