@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { API_WAIT_GRACE_MS, WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
 import { temporalConnectionOptions, type TemporalConnectionOptions } from './temporalConnection';
@@ -71,6 +72,8 @@ export interface Config {
   modelStructuredOutput: 'auto' | 'json_schema' | 'json_object';
   /** The model's context window in tokens (MODEL_CONTEXT_TOKENS); unset, it is asked of the provider (infra/modelWindow.ts). */
   modelContextTokens: number | undefined;
+  /** A GBNF grammar sent as llama.cpp's `grammar` in place of json_object (MODEL_JSON_OBJECT_GRAMMAR names its file). */
+  modelJsonObjectGrammar: string | undefined;
   signingSecret: string;
   publicBaseUrl: string;
   sseKeepaliveMs: number;
@@ -159,6 +162,7 @@ export function loadConfig(): Config {
     modelApiKey: str('MODEL_API_KEY', 'unset'),
     modelStructuredOutput: oneOf('MODEL_STRUCTURED_OUTPUT', ['auto', 'json_schema', 'json_object'] as const, 'auto'),
     modelContextTokens: process.env.MODEL_CONTEXT_TOKENS ? Math.max(256, int('MODEL_CONTEXT_TOKENS', 0)) : undefined,
+    modelJsonObjectGrammar: process.env.MODEL_JSON_OBJECT_GRAMMAR ? readFileSync(process.env.MODEL_JSON_OBJECT_GRAMMAR, 'utf8') : undefined,
     signingSecret: str('SIGNING_SECRET', DEVELOPMENT_SIGNING_SECRET),
     publicBaseUrl: str('PUBLIC_BASE_URL', `http://127.0.0.1:${port}`),
     sseKeepaliveMs: int('SSE_KEEPALIVE_MS', 15000),

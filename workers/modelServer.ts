@@ -4,6 +4,9 @@ import path from 'node:path';
 import { PROJECT_ROOT } from '../infra/projectRoot';
 import { freePort } from './temporalDevServer';
 
+/** The bounded grammar `npm start` asks the embedded model's json_object replies with (MODEL_JSON_OBJECT_GRAMMAR). */
+export const JSON_OBJECT_GRAMMAR = path.join(PROJECT_ROOT, 'workers/jsonObject.gbnf');
+
 /**
  * The embedded model server (workers/modelServer.py, from the .tools/ virtualenv that setup.sh fills)
  * on a free loopback port, for the test suite and the bench; workers/stack.sh starts the same script

@@ -60,6 +60,9 @@ if [ -z "${MODEL_BASE_URL:-}" ] && [ -z "${MODEL_PROVIDER:-}" ]; then
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$MODEL_PORT/health" >/dev/null && break; sleep 0.2; done
   curl -sf "http://127.0.0.1:$MODEL_PORT/health" >/dev/null || { echo "stack: the model server did not start; see .data/model.log" >&2; exit 1; }
   export MODEL_BASE_URL="http://127.0.0.1:$MODEL_PORT/v1"
+  # SmolLM2-135M loops inside an unbounded JSON object: json_object is asked with a bounded grammar
+  # (workers/jsonObject.gbnf). Another GGUF gets llama.cpp's own, unless MODEL_JSON_OBJECT_GRAMMAR says.
+  [ -n "${MODEL_FILE:-}" ] || export MODEL_JSON_OBJECT_GRAMMAR="${MODEL_JSON_OBJECT_GRAMMAR-$PWD/workers/jsonObject.gbnf}"
   model_line="  Model        http://127.0.0.1:$MODEL_PORT   (llama.cpp, ${MODEL_FILE:-SmolLM2-135M-Instruct})"
 fi
 export MODEL_PROVIDER="${MODEL_PROVIDER:-openai}"

@@ -9,7 +9,7 @@ let provider: ModelProvider | undefined;
 export function modelProvider(): ModelProvider {
   if (!provider) {
     const c = config();
-    provider = c.modelProvider === 'openai' ? new OpenAIProvider({ baseURL: c.modelBaseUrl, apiKey: c.modelApiKey, structuredOutput: c.modelStructuredOutput }) : new LocalProvider();
+    provider = c.modelProvider === 'openai' ? new OpenAIProvider({ baseURL: c.modelBaseUrl, apiKey: c.modelApiKey, structuredOutput: c.modelStructuredOutput, jsonObjectGrammar: c.modelJsonObjectGrammar }) : new LocalProvider();
   }
   return provider;
 }

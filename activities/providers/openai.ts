@@ -62,7 +62,7 @@ export class OpenAIProvider implements ModelProvider {
   /** Whether the server counts prompts (llama.cpp's /apply-template and /tokenize): unknown until it is first asked. */
   private counts: boolean | undefined;
 
-  constructor(private readonly options: { baseURL?: string; apiKey: string; structuredOutput?: StructuredOutputMode }) {
+  constructor(private readonly options: { baseURL?: string; apiKey: string; structuredOutput?: StructuredOutputMode; jsonObjectGrammar?: string }) {
     this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey, maxRetries: 0 });
     this.mode = options.structuredOutput ?? 'auto';
   }
@@ -115,16 +115,25 @@ export class OpenAIProvider implements ModelProvider {
       messages: request.messages.map(toWire),
       ...(request.temperature !== undefined && { temperature: request.temperature }),
       ...(request.maxOutputTokens !== undefined && { max_tokens: request.maxOutputTokens }),
-      ...(format && {
-        response_format:
-          format.type === 'json_schema' ? { type: 'json_schema' as const, json_schema: { name: format.name, schema: format.schema, strict: format.strict } } : { type: 'json_object' as const },
-      }),
+      ...(format && this.formatParams(format)),
       ...(request.tools?.length && {
         tools: request.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })),
         tool_choice: request.toolChoice ?? 'auto',
       }),
     };
     return request.onTextDelta ? this.streamed(params, request) : this.whole(params, request);
+  }
+
+  /**
+   * The request's fields for a structured reply. Where the operator names a grammar (a llama.cpp server,
+   * MODEL_JSON_OBJECT_GRAMMAR), json_object is asked as llama.cpp's own `grammar` field: a grammar that
+   * bounds the object, which a small model cannot loop inside until its cap (workers/jsonObject.gbnf).
+   */
+  private formatParams(format: ProviderFormat): Partial<ChatCompletionCreateParams> {
+    if (format.type === 'json_schema') return { response_format: { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, strict: format.strict } } };
+    // Not in the client's types: the client sends the body's fields as they are.
+    if (this.options.jsonObjectGrammar) return { grammar: this.options.jsonObjectGrammar } as Partial<ChatCompletionCreateParams>;
+    return { response_format: { type: 'json_object' } };
   }
 
   private async whole(params: ChatCompletionCreateParams, request: ModelRequest): Promise<ModelReply> {
