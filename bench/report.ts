@@ -199,14 +199,22 @@ export function reportRealModel(r: RealModelFigures | undefined): void {
   process.stdout.write(`${['', ...realModelLines(r), '', 'targets (reported, not asserted):', ...targets.map(targetLine), `written: ${path.relative(process.cwd(), file)}`].join('\n')}\n`);
 }
 
-/** `npm run bench -- --answers`: the embedded model's answers under four settings; writes bench/results/answers.json. */
+/** `npm run bench -- --answers`: the embedded model's answers under each setting; writes bench/results/answers.json. */
 export function reportAnswers(m: { quick: boolean; answers: AnswerFigures[] }): void {
-  const after = m.answers.at(-1)!;
-  const targets = [makeTarget('answers_run_to_cap', after.ran_to_cap, '<=', 0), makeTarget('answers_repeating_a_sentence', after.repeated_a_sentence, '<=', 0)];
+  const after = m.answers.find((a) => a.setting.startsWith('after'))!;
+  const json = m.answers.at(-1)!;
+  const targets = [
+    makeTarget('answers_run_to_cap', after.ran_to_cap, '<=', 0),
+    makeTarget('answers_repeating_a_sentence', after.repeated_a_sentence, '<=', 0),
+    makeTarget('json_answers_not_an_object', json.not_an_object!, '<=', 0),
+  ];
   const file = write('answers.json', { date: new Date().toISOString(), nproc: availableParallelism(), quick: m.quick, answers: m.answers, targets });
   printPhase(
     `the embedded model's answers${m.quick ? ' (--quick)' : ''}`,
-    m.answers.map((a) => `${a.setting}: ${a.answers} answers, ${a.ran_to_cap} ran to the cap, ${a.repeated_a_sentence} repeated a sentence more than twice; output tokens p50 ${a.output_tokens.p50}, p99 ${a.output_tokens.p99}, max ${a.output_tokens.max}`),
+    m.answers.map(
+      (a) =>
+        `${a.setting}: ${a.answers} answers, ${a.ran_to_cap} ran to the cap, ${a.not_an_object === undefined ? `${a.repeated_a_sentence} repeated a sentence more than twice` : `${a.not_an_object} not one object`}; output tokens p50 ${a.output_tokens.p50}, p99 ${a.output_tokens.p99}, max ${a.output_tokens.max}`,
+    ),
     targets,
     file,
   );

@@ -36,7 +36,7 @@ const INFLIGHT_ONLY = process.argv.includes('--inflight');
 const REAL_MODEL_ONLY = process.argv.includes('--real-model');
 /** Only the outage phase: runs through a PostgreSQL cut (bench/outage.ts). */
 const OUTAGE_ONLY = process.argv.includes('--outage');
-/** Only the answers phase: the embedded model's answers to everyday prompts under four settings (bench/answers.ts); no stack. */
+/** Only the answers phase: the embedded model's answers to everyday prompts and json_object requests under each setting (bench/answers.ts); no stack. */
 const ANSWERS_ONLY = process.argv.includes('--answers');
 /** `--inflight-rate N`: the open loop's arrivals per second instead of its default, to find what a machine holds. */
 const at = process.argv.indexOf('--inflight-rate');
