@@ -22,11 +22,10 @@ import { TOOL_REQUEST_TIMEOUT_MS } from '../workflows/timings';
 /** The remote as this workspace reaches it: its URL, and the secret its config names as a bearer token. */
 async function remoteOf(workspaceId: number, server: McpToolConfig): Promise<McpRemote> {
   if (!server.credential) return { workspaceId, url: server.server_url };
-  const origin = new URL(server.server_url).origin;
-  const secret = await openSecretFor(workspaceId, server.credential, origin);
+  const secret = await openSecretFor(workspaceId, server.credential, server.server_url);
   const refused = (why: string) => ApplicationFailure.create({ type: 'tool_execution_failed', message: `MCP server ${server.server_label}: ${why}`, nonRetryable: true });
   if (secret === undefined) throw refused(`the workspace has no secret named ${server.credential}`);
-  if ('boundTo' in secret) throw refused(`the secret ${server.credential} is sent only to ${secret.boundTo}, not ${origin}; set it again to send it elsewhere`);
+  if ('boundTo' in secret) throw refused(`the secret ${server.credential} is sent only to ${secret.boundTo}, not ${server.server_url}; set it again to send it elsewhere`);
   const token = secret.value;
   // Never sent, and never quoted: a header refuses it with the whole value in its error message.
   if (!isHeaderValue(token)) throw refused(`the secret ${server.credential} cannot be sent as a header (characters past Latin-1, or spaces at its ends); set it again`);

@@ -25,7 +25,7 @@ const USAGE = `usage: admin <command> [options]
   agent set-status --agent ID --status S
   member create --workspace ID --email E [--role owner|developer|viewer]   (prints a one-time set-up link for the dashboard)
   member revoke --id MEMBER_ID   (ends their dashboard sessions and OAuth grants and tokens)
-  secret set --workspace ID --name NAME --value VALUE|- [--origin https://host]   (sealed at rest; sent only to its origin, or its first use's; prints {"name":…}, never the value; - reads it from standard input)
+  secret set --workspace ID --name NAME --value VALUE|- [--origin https://host[/prefix/]]   (sealed at rest; sent only under that origin and path prefix, or its first use's origin and path up to its last /; prints {"name":…}, never the value; - reads it from standard input)
   secret list --workspace ID   (names and times, never values)
   secret delete --workspace ID --name NAME
   job watch --job ID   (a progress bar on stderr until the job ends; its record on stdout)`;

@@ -1,6 +1,6 @@
 import { isSealed, keyRing, open, seal, sealedKeyId, type KeyRing } from '../infra/encryption';
 import { ServiceError } from '../domain/errors';
-import { isSecretName, isSecretOrigin, isSecretValue, SECRET_NAME_MESSAGE, SECRET_ORIGIN_MESSAGE, SECRET_VALUE_MESSAGE, SECRETS_PER_WORKSPACE, type SecretView } from '../domain/secrets';
+import { isSecretName, isSecretOrigin, isSecretValue, secretBindingOf, secretGoesTo, SECRET_NAME_MESSAGE, SECRET_ORIGIN_MESSAGE, SECRET_VALUE_MESSAGE, SECRETS_PER_WORKSPACE, type SecretView } from '../domain/secrets';
 import { sql, statement, transaction, type Sql } from './sql';
 
 /**
@@ -27,10 +27,10 @@ const SEALED = statement('SELECT sealed FROM workspace_secrets WHERE workspace_i
 const LIST = statement(`SELECT ${VIEW} FROM workspace_secrets WHERE workspace_id = $1 ORDER BY name COLLATE "C"`);
 const DELETE = statement('DELETE FROM workspace_secrets WHERE workspace_id = $1 AND name = $2');
 
-/** Sets the workspace's secret `name`, replacing its value if it has one: its name and times (never the value). */
 /**
- * Sets the workspace's secret `name`, replacing its value if it has one: its name, origin and times
- * (never the value). Set again without an origin, it keeps the one it had.
+ * Sets the workspace's secret `name`, replacing its value if it has one: its name, binding (`origin`: an
+ * origin, or an origin and path prefix) and times (never the value). Set again without one, it keeps
+ * the one it had.
  */
 export async function putSecret(workspaceId: number, name: string, value: string, origin?: string): Promise<SecretView> {
   // The callers validate first (400 / a CLI error); this keeps a value that slipped past out of the table, without echoing it.
@@ -46,23 +46,24 @@ export async function putSecret(workspaceId: number, name: string, value: string
   return row;
 }
 
-// Bound to the origin of its first use when none was given: from then on it goes there alone.
+// Bound to its first use's origin and path prefix when none was given: from then on it goes there alone.
 const SEALED_WITH_ORIGIN = statement('SELECT sealed, origin FROM workspace_secrets WHERE workspace_id = $1 AND name = $2');
 const BIND = statement('UPDATE workspace_secrets SET origin = COALESCE(origin, $3) WHERE workspace_id = $1 AND name = $2 RETURNING sealed, origin');
 
 /**
- * The workspace's secret `name` to send to `origin`: its plaintext when it is bound to that origin
- * (or bound to it now, at its first use: only an operator's `secret set` leaves one unbound; the
- * API and the dashboard require the origin), `{ boundTo }` when it is another origin's, undefined
- * when the workspace has none. So whoever can edit an agent cannot send a secret anywhere but where
- * it was meant to go.
+ * The workspace's secret `name` to send to a server at `serverUrl`: its plaintext when it is bound
+ * to that server's origin and a path prefix the URL's path is under (or bound now, at its first use,
+ * to the URL's origin and path up to its last `/`: only an operator's `secret set` leaves one
+ * unbound; the API and the dashboard require the binding), `{ boundTo }` when it is bound elsewhere,
+ * undefined when the workspace has none. So whoever can edit an agent cannot send a secret anywhere
+ * but where it was meant to go, not even to another path of the same origin.
  */
-export async function openSecretFor(workspaceId: number, name: string, origin: string, on: Sql = sql): Promise<{ value: string } | { boundTo: string } | undefined> {
+export async function openSecretFor(workspaceId: number, name: string, serverUrl: string, on: Sql = sql): Promise<{ value: string } | { boundTo: string } | undefined> {
   let [row] = await on.rows<{ sealed: Buffer; origin: string | null }>(SEALED_WITH_ORIGIN, [workspaceId, name]);
   // Written only at the first use: every later call reads.
-  if (row && row.origin === null) [row] = await on.rows<{ sealed: Buffer; origin: string }>(BIND, [workspaceId, name, origin]);
+  if (row && row.origin === null) [row] = await on.rows<{ sealed: Buffer; origin: string }>(BIND, [workspaceId, name, secretBindingOf(serverUrl)]);
   if (!row) return undefined;
-  return row.origin === origin ? { value: open(row.sealed).toString('utf8') } : { boundTo: row.origin ?? '' };
+  return row.origin !== null && secretGoesTo(row.origin, serverUrl) ? { value: open(row.sealed).toString('utf8') } : { boundTo: row.origin ?? '' };
 }
 
 /** The plaintext of the workspace's secret `name`; undefined when it has none (another workspace's is never found). */

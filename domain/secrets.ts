@@ -36,19 +36,52 @@ export function isHeaderValue(value: string): boolean {
   return HEADER_VALUE.test(value);
 }
 
-export const SECRET_ORIGIN_MESSAGE = 'origin must be an origin alone: http(s)://host[:port], without a path';
+export const SECRET_ORIGIN_MESSAGE =
+  'origin must be an origin, http(s)://host[:port], or an origin and a path prefix ending in "/" (https://host/tenant-a/), written as a URL parser writes it: no query, fragment or user';
 
 /**
- * Whether a value is an origin as URL.origin writes it (`https://mcp.example.com`, a port when not
- * the scheme's own): what a secret is bound to, and sent nowhere else.
+ * Where a secret is bound, and sent nowhere else: an origin as URL.origin writes it
+ * (`https://mcp.example.com`, a port when not the scheme's own), which admits every path on it, or an
+ * origin and a path prefix ending in `/` (`https://host/tenant-a/`), which admits only the paths under
+ * it: a host that serves many tenants under one origin by path gives each its own.
  */
 export function isSecretOrigin(value: unknown): value is string {
   if (typeof value !== 'string' || !URL.canParse(value)) return false;
   const url = new URL(value);
-  return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value;
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return false;
+  if (url.origin === value) return true;
+  // Canonical (as the parser writes it: no dot segments, no case games), and nothing past the prefix.
+  return url.href === value && url.pathname !== '/' && url.pathname.endsWith('/') && !url.username && !url.password && !url.search && !url.hash && !ENCODED_SEPARATOR.test(url.pathname);
 }
 
-/** A secret as every surface shows it: its name, the origin it is sent to (null until set or first used) and times, never its value. */
+/** A separator a server may decode before routing: with it a path could leave its prefix there. */
+const ENCODED_SEPARATOR = /%2f|%5c/i;
+
+/**
+ * What an unbound secret (an operator's `secret set` without an origin) binds to at its first use:
+ * the server URL's origin and its path up to and including the last `/` (`https://host/tenant-a/mcp`
+ * binds `https://host/tenant-a/`; a server at the origin's top binds the origin alone).
+ */
+export function secretBindingOf(serverUrl: string): string {
+  const url = new URL(serverUrl);
+  const prefix = url.pathname.slice(0, url.pathname.lastIndexOf('/') + 1);
+  return prefix === '/' ? url.origin : url.origin + prefix;
+}
+
+/**
+ * Whether a secret bound to `binding` may be sent to a server at `serverUrl`: the same origin and,
+ * when the binding has a path prefix, a path under it (compared as parsed, so dot segments are
+ * resolved first) without an encoded separator.
+ */
+export function secretGoesTo(binding: string, serverUrl: string): boolean {
+  const bound = new URL(binding);
+  const target = new URL(serverUrl);
+  if (bound.origin !== target.origin) return false;
+  if (bound.pathname === '/') return true;
+  return target.pathname.startsWith(bound.pathname) && !ENCODED_SEPARATOR.test(target.pathname);
+}
+
+/** A secret as every surface shows it: its name, where it is sent (an origin, or an origin and path prefix; null until set or first used) and times, never its value. */
 export interface SecretView {
   name: string;
   origin: string | null;

@@ -223,6 +223,47 @@ describe('MCP servers as agent tools', () => {
     expect((await call(api.url, 'PUT', '/api/v2/secrets/token', { key: t.key, body: { value: secret, origin: 'https://mcp.example.com/path' } })).status).toBe(400);
   });
 
+  it('sends a secret bound to an origin and path prefix only to servers under that prefix, not to another path of the same origin', async () => {
+    const host = await changingToolsServer('alpha');
+    afterEachTest(() => host.close());
+    // One origin serving two tenants by path.
+    const origin = new URL(host.url).origin;
+    const mcp = (label: string, path: string) => ({ type: 'mcp', server_label: label, server_url: `${origin}${path}`, credential: 'token' });
+    const t = await tenant({ scopes: [...SCOPES, 'secrets:read'], config: { tools: [mcp('a', '/tenant-a/mcp')] } });
+    const secret = `sk-live-${createHash('sha256').update(String(Math.random())).digest('hex')}`;
+    const set = await call(api.url, 'PUT', '/api/v2/secrets/token', { key: t.key, body: { value: secret, origin: `${origin}/tenant-a/` } });
+    expect([set.status, set.body.origin]).toEqual([200, `${origin}/tenant-a/`]);
+    await scriptModel(t.model, [{ toolCalls: [{ name: 'a__alpha', arguments: '{}' }] }, { text: 'Done.' }]);
+    expect((await respond(t)).body.status).toBe('completed');
+    expect(await toolResults(t)).toEqual(['alpha']);
+    expect(new Set(host.authorizations)).toEqual(new Set([`Bearer ${secret}`]));
+
+    // An agent pointed at the other tenant's path, or out of the prefix by dot segments: refused before any request.
+    const sent = host.authorizations.length;
+    for (const [label, path] of [['b', '/tenant-b/mcp'], ['dots', '/tenant-a/../tenant-b/mcp']]) {
+      const other = await admin.createAgent({ workspace: t.workspace, name: label, config: { model: t.model, tools: [mcp(label, path)] } });
+      await scriptModel(t.model, [{ text: 'ok' }]);
+      const frames = (await allFrames(await openStream(api.url, '/api/v2/responses', t.key, { agent: other.id, input: 'hi', stream: true }))).filter((f) => f.event);
+      expect(frames[1]).toMatchObject({ event: 'response.tool.failed', data: { tool: label, error: expect.stringContaining(`sent only to ${origin}/tenant-a/`) } });
+      expect(JSON.stringify(frames)).not.toContain(secret);
+    }
+    expect(host.authorizations.length).toBe(sent);
+
+    // An operator's unbound secret binds at its first use to that server's origin and path prefix, not to the origin.
+    expect(await admin.setSecret({ workspace: t.workspace, name: 'first', value: secret })).toEqual({ name: 'first' });
+    const firstUse = await admin.createAgent({ workspace: t.workspace, name: 'first-use', config: { model: t.model, tools: [{ ...mcp('a', '/tenant-a/mcp'), credential: 'first' }] } });
+    await scriptModel(t.model, [{ text: 'ok' }]);
+    expect((await call(api.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: firstUse.id, input: 'hi' } })).body.status).toBe('completed');
+    const listed = (await call(api.url, 'GET', '/api/v2/secrets', { key: t.key })).body.data;
+    expect(listed).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'first', origin: `${origin}/tenant-a/` })]));
+    const usedOnce = host.authorizations.length;
+    const thief = await admin.createAgent({ workspace: t.workspace, name: 'thief', config: { model: t.model, tools: [{ ...mcp('b', '/tenant-b/mcp'), credential: 'first' }] } });
+    await scriptModel(t.model, [{ text: 'ok' }]);
+    const frames = (await allFrames(await openStream(api.url, '/api/v2/responses', t.key, { agent: thief.id, input: 'hi', stream: true }))).filter((f) => f.event);
+    expect(frames[1]).toMatchObject({ event: 'response.tool.failed', data: { tool: 'b', error: expect.stringContaining(`sent only to ${origin}/tenant-a/`) } });
+    expect(host.authorizations.length).toBe(usedOnce);
+  });
+
   it("reaches this service's own /mcp as a remote: workspace A's agent calls workspace B's tools with B's key, under B's scopes", async () => {
     const b = await tenant({ scopes: ['mcp:connect', 'agents:read'] });
     const a = await tenant({

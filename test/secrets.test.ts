@@ -84,7 +84,7 @@ describe('admin secret', () => {
     expect(admin('secret', 'set', '--workspace', t.workspace, '--name', 'crm.token', '--value', replacement, '--origin', 'https://mcp.example.com').stdout).toBe('{"name":"crm.token"}\n');
     expect(JSON.parse(admin('secret', 'list', '--workspace', t.workspace).stdout).secrets[0].origin).toBe('https://mcp.example.com');
     const badOrigin = admin('secret', 'set', '--workspace', t.workspace, '--name', 'crm.token', '--value', replacement, '--origin', 'https://mcp.example.com/mcp');
-    expect([badOrigin.status, badOrigin.stdout, JSON.parse(badOrigin.stderr).error.message]).toEqual([2, '', expect.stringMatching(/origin must be an origin alone/)]);
+    expect([badOrigin.status, badOrigin.stdout, JSON.parse(badOrigin.stderr).error.message]).toEqual([2, '', expect.stringMatching(/origin must be an origin/)]);
 
     expect(admin('secret', 'delete', '--workspace', t.workspace, '--name', 'crm.token').stdout).toBe('{"name":"crm.token","deleted":true}\n');
     expect(await sealedRow(t, 'crm.token')).toBeUndefined();
@@ -118,6 +118,20 @@ describe('admin secret', () => {
 });
 
 describe('the secrets endpoints', () => {
+  it('binds a secret to an origin, or to an origin and a path prefix ending in "/", written canonically; refuses anything else', async () => {
+    const t = await tenant({ scopes: SCOPES });
+    for (const origin of ['https://mcp.example.com/tenant-a/', 'http://127.0.0.1:8080/a/b/', 'https://mcp.example.com']) {
+      const set = await put(t.key, 'bound', { value: secretValue(), origin });
+      expect([set.status, set.body.origin]).toEqual([200, origin]);
+    }
+    // No prefix without its closing "/", no query, fragment or user, no dot segments or encoded separators, nothing but the parser's own spelling.
+    for (const origin of ['https://mcp.example.com/tenant-a', 'https://mcp.example.com/', 'https://mcp.example.com/a/?x=1', 'https://mcp.example.com/a/#f', 'https://u@mcp.example.com/a/', 'https://mcp.example.com/a/../b/', 'https://mcp.example.com/a%2Fb/', 'https://MCP.example.com/a/', 'ftp://mcp.example.com/a/']) {
+      const refused = await put(t.key, 'bound', { value: secretValue(), origin });
+      expect([origin, refused.status, refused.body.error.message]).toEqual([origin, 400, expect.stringMatching(/^origin must be an origin, http\(s\):\/\/host\[:port\], or an origin and a path prefix/)]);
+    }
+    expect((await list(t.key)).body.data).toEqual([expect.objectContaining({ name: 'bound', origin: 'https://mcp.example.com' })]);
+  });
+
   it('set, list and delete by name with the scopes; no answer carries a value', async () => {
     const t = await tenant({ scopes: SCOPES });
     const value = secretValue();
@@ -241,7 +255,7 @@ describe('the secrets endpoints', () => {
       }
       // Through the API a value always comes with the one origin it is sent to.
       const unbound = await call(api.url, 'PUT', '/api/v2/secrets/ok', { key: t.key, body: { value: secretValue() } });
-      expect([unbound.status, unbound.body.error.message]).toEqual([400, expect.stringMatching(/^origin must be an origin alone/)]);
+      expect([unbound.status, unbound.body.error.message]).toEqual([400, expect.stringMatching(/^origin must be an origin, http\(s\):\/\/host\[:port\], or an origin and a path prefix/)]);
       expect(await listSecrets(await workspaceKey(t))).toEqual([]);
 
       // The limit is in bytes, inclusive.

@@ -11,7 +11,7 @@ export const secrets: Resource = {
       {
         object: constant('secret'),
         name: string({ pattern: SECRET_NAME.source }),
-        origin: orNull(string({ format: 'uri', description: 'The one origin the secret is sent to: given when it was set, or its first use\'s; null until then.' })),
+        origin: orNull(string({ format: 'uri', description: 'Where the secret is sent: an origin (every path on it) or an origin and a path prefix ending in `/` (the server URLs under it); given when it was set, or its first use\'s origin and path up to its last `/`; null until then.' })),
         created_at: timestamp(),
         updated_at: timestamp('When its value was last set.'),
       },

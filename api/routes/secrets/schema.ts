@@ -31,7 +31,7 @@ const putSecret = yup
       .meta({
         jsonSchema: {
           format: 'uri',
-          description: 'The one origin (`https://host[:port]`) the secret is sent to: an agent whose server is elsewhere gets no token. Set the secret again to change it.',
+          description: 'Where the secret is sent, and nowhere else: an origin (`https://host[:port]`, every path on it), or an origin and a path prefix ending in `/` (`https://host/tenant-a/`, only the server URLs under it). An agent whose server is elsewhere gets no token. Set the secret again to change it.',
         },
       }),
   })
