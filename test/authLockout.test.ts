@@ -34,6 +34,12 @@ describe('an address that keeps presenting unknown keys', () => {
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
       // A live key this process has never seen resolve is served too: it is looked up (the filter of live keys admits it).
       expect((await logs(other.key)).status).toBe(200);
+      // A request with no credential guesses nothing: 401 as from anywhere, while guesses stay refused.
+      const bare = await call(api.url, 'GET', '/api/v2/logs', { headers: { 'x-forwarded-for': shared } });
+      expect(bare.status).toBe(401);
+      expect(bare.body.error).toMatchObject({ code: 'authentication_error', request_id: expect.any(String) });
+      expect(bare.headers.get('retry-after')).toBeNull();
+      expect((await logs(unknownKey())).status).toBe(429);
     } finally {
       setClock();
     }

@@ -83,10 +83,11 @@ async function credentialOf(ctx: Context, throttled: boolean): Promise<Principal
  * failed too often is still served for every credential that resolves (a live key, on any instance,
  * however new; a live session): customers behind one NAT or proxy are not locked out by whoever
  * shares it. A credential from it that cannot resolve (a key the filter of live keys rules out) is
- * refused 429 without a lookup.
+ * refused 429 without a lookup. A request that presents no credential is 401 from anywhere, as the
+ * spec says: it guesses nothing and costs no lookup, so the lockout has nothing to refuse.
  */
 async function authenticateFrom(address: string, sent: boolean, resolve: (throttled: boolean) => Promise<Principal>): Promise<Principal> {
-  const wait = addressRefusedFor(address);
+  const wait = sent ? addressRefusedFor(address) : undefined;
   try {
     return await resolve(wait !== undefined);
   } catch (err) {
