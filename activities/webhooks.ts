@@ -44,15 +44,31 @@ export function deliveryHeaders(d: DeliveryForAttempt, body: string, attempt: nu
   };
 }
 
-/** The endpoint's signing secrets; one that no key of the ring opens is loud, and the attempt is retried until its key is back. */
+/**
+ * The endpoint's signing secrets. A current one that no key of the ring opens is loud, and the attempt
+ * is retried until its key is back or the secret is rotated. A rotated-out one no key opens (the ring
+ * was replaced, then the secret rotated: the documented remedy) is lost: the delivery is signed with
+ * the rest, and the loss is said once per process, not at every delivery.
+ */
 function secretsOf(d: DeliveryForAttempt, at: number): string[] {
+  let signing: ReturnType<typeof signingSecrets>;
   try {
-    return signingSecrets(d, at);
+    signing = signingSecrets(d, at);
   } catch (err) {
-    reportUnopenable(err, `webhook endpoint ${d.endpointPublicId}'s secret cannot be opened with PAYLOAD_ENCRYPTION_KEYS: its deliveries cannot be signed until the key that sealed it is back in the ring`);
+    reportUnopenable(err, `webhook endpoint ${d.endpointPublicId}'s secret cannot be opened with PAYLOAD_ENCRYPTION_KEYS: its deliveries cannot be signed until the key that sealed it is back in the ring, or its secret is rotated`);
     throw err;
   }
+  for (const until of signing.lost) {
+    const lost = `${d.endpointPublicId}:${until}`;
+    if (saidLost.has(lost)) continue;
+    saidLost.set(lost, true);
+    logger.warn({ endpoint: d.endpointPublicId, signedUntil: until }, 'webhook endpoint secret rotated out cannot be opened with PAYLOAD_ENCRYPTION_KEYS: it is lost, and deliveries are signed with the secrets that open (the current one)');
+  }
+  return signing.secrets;
 }
+
+/** The lost secrets this process has already named (endpoint and end of signing): each is said once. */
+const saidLost = new LRUCache<string, true>({ max: 10_000 });
 
 /** The body: the outbox's envelope, in the endpoint's fixed api_version. The same bytes are signed and sent. */
 function deliveryBody(d: DeliveryForAttempt): string {

@@ -114,12 +114,14 @@ const RESEALED = statement('UPDATE webhook_endpoints SET secret = $2, previous_s
 
 /**
  * Re-seals every endpoint's secrets that a key other than the active one sealed, under the active
- * one, so that the older keys can leave the ring: what was re-sealed, and the endpoints whose
- * secrets no key of the ring opens (their deliveries cannot be signed until that key is back).
+ * one, so that the older keys can leave the ring: what was re-sealed, the endpoints whose current
+ * secret no key of the ring opens (their deliveries cannot be signed until that key is back), and
+ * those that lost a rotated-out secret no key opens (dropped: it could sign nothing anyway, and the
+ * current one goes on signing).
  */
-export async function resealEndpointSecrets(keys: KeyRing = keyRing(), on: Sql = sql): Promise<{ resealed: number; unopenable: string[] }> {
+export async function resealEndpointSecrets(keys: KeyRing = keyRing(), on: Sql = sql): Promise<{ resealed: number; unopenable: string[]; lostPrevious: string[] }> {
   const current = (bytes: Uint8Array) => !isSealed(bytes) || sealedKeyId(bytes) === keys.active.id;
-  const outcome = { resealed: 0, unopenable: [] as string[] };
+  const outcome = { resealed: 0, unopenable: [] as string[], lostPrevious: [] as string[] };
   for (let after = 0; ; ) {
     const rows = await on.rows<SealedSecrets & { id: number; public_id: string }>(SEALED_PAGE, [after, 500]);
     if (rows.length === 0) return outcome;
@@ -128,20 +130,43 @@ export async function resealEndpointSecrets(keys: KeyRing = keyRing(), on: Sql =
       // Secrets rotated out whose 24 hours are over sign nothing again: they go, whatever sealed them.
       const live = row.previous_secrets.filter((p) => Date.parse(p.until) > Date.now());
       if (current(row.secret) && live.length === row.previous_secrets.length && live.every((p) => current(Buffer.from(p.secret, 'base64')))) continue;
-      let resealed: { secret: Buffer; previous: typeof live };
-      try {
-        resealed = { secret: seal(open(row.secret, keys), keys), previous: live.map((p) => ({ ...p, secret: seal(open(Buffer.from(p.secret, 'base64'), keys), keys).toString('base64') })) };
-      } catch {
+      const secret = openedOrUndefined(row.secret, keys);
+      if (!secret) {
         outcome.unopenable.push(row.public_id);
         continue;
       }
-      outcome.resealed += await on.rowCount(RESEALED, [row.id, resealed.secret, JSON.stringify(resealed.previous), row.secret]);
+      const previous = live.flatMap((p) => {
+        const plain = openedOrUndefined(Buffer.from(p.secret, 'base64'), keys);
+        return plain ? [{ ...p, secret: seal(plain, keys).toString('base64') }] : [];
+      });
+      if (previous.length < live.length) outcome.lostPrevious.push(row.public_id);
+      outcome.resealed += await on.rowCount(RESEALED, [row.id, seal(secret, keys), JSON.stringify(previous), row.secret]);
     }
   }
 }
 
-/** The secrets that sign at `at`: the current one, and each rotated-out one within its 24 hours. */
-export function signingSecrets(row: SealedSecrets, at: number): string[] {
-  const previous = row.previous_secrets.filter((p) => Date.parse(p.until) > at).map((p) => open(Buffer.from(p.secret, 'base64')).toString('utf8'));
-  return [open(row.secret).toString('utf8'), ...previous];
+function openedOrUndefined(bytes: Uint8Array, keys: KeyRing = keyRing()): Buffer | undefined {
+  try {
+    return open(bytes, keys);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The secrets that sign at `at`: the current one, and each rotated-out one within its 24 hours.
+ * The current one must open (it throws otherwise: nothing the receiver expects could sign). A
+ * rotated-out one that no key of the ring opens (its key left the ring, and the endpoint's secret
+ * was rotated as the remedy) cannot sign: it is left out and named in `lost` by the time it stops
+ * signing, so that the caller can say so, and the delivery is signed with the rest.
+ */
+export function signingSecrets(row: SealedSecrets, at: number): { secrets: string[]; lost: string[] } {
+  const secrets = [open(row.secret).toString('utf8')];
+  const lost: string[] = [];
+  for (const p of row.previous_secrets.filter((p) => Date.parse(p.until) > at)) {
+    const plain = openedOrUndefined(Buffer.from(p.secret, 'base64'));
+    if (plain) secrets.push(plain.toString('utf8'));
+    else lost.push(p.until);
+  }
+  return { secrets, lost };
 }

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { QueryTypes } from 'sequelize';
 import Stripe from 'stripe';
@@ -11,8 +12,13 @@ import { mintId, mintTraceId } from '../domain/ids';
 import type { EventType } from '../domain/events';
 import { Outbox } from '../db/outbox';
 import { db } from '../db/sequelize';
-import { transaction } from '../db/sql';
+import { sql, statement, transaction } from '../db/sql';
+import { redis } from '../db/redis';
 import { deliveryForAttempt, fanOutEvents } from '../db/webhookDeliveries';
+import { resealEndpointSecrets } from '../db/webhookEndpoints';
+import { keyRing, parseKeyRing, seal } from '../infra/encryption';
+import { logger } from '../infra/logger';
+import { unopenableMark } from '../infra/unopenablePayloads';
 import { resetConfig } from '../infra/config';
 import { checkTarget, postToTarget, TargetRefused, type Resolver } from '../infra/outboundTarget';
 import { deliveryHeaders } from '../activities/webhooks';
@@ -29,6 +35,7 @@ const PARTNER_SCOPES = ['webhooks:read', 'webhooks:write', 'messages:read', 'con
 beforeAll(() => receiver.start());
 afterAll(() => receiver.stop());
 
+const SEAL_SECRET_AS = statement('UPDATE webhook_endpoints SET secret = $2 WHERE public_id = $1');
 const rows = <T extends object>(sql: string, replacements: Record<string, unknown>) => db().query<T>(sql, { replacements, type: QueryTypes.SELECT });
 
 interface Merchant {
@@ -288,6 +295,49 @@ describe('partner webhook deliveries', () => {
       expect(() => verifyStripe(body, header, e.secret, t)).toThrow();
     } finally {
       setClock();
+    }
+  });
+
+  it('delivers after a rotation when the old secret is lost with a replaced key ring, signed with the new one, saying so once', async () => {
+    const p = await partner();
+    const e = await endpoint(p.key);
+    // The endpoint's secret as key ring A sealed it; the stack's ring (C) holds no key of A, as after
+    // PAYLOAD_ENCRYPTION_KEYS was replaced by C alone.
+    const ringA = parseKeyRing(`ring-a:${randomBytes(32).toString('base64')}`);
+    expect(await sql.rowCount(SEAL_SECRET_AS, [e.id, seal(Buffer.from(e.secret), ringA)])).toBe(1);
+    try {
+      // The documented remedy: rotate. The old secret keeps its 24 hours, but nothing can open it.
+      const rotated = await call(api.url, 'POST', `/api/v1/partner/webhooks/endpoints/${e.id}/rotate-secret/`, { key: p.key });
+      expect(rotated.status).toBe(200);
+      const secret = rotated.body.secret as string;
+      await emit(p.merchants[0], p.id);
+      const [r] = await received(e.path, 1);
+      expect((r.headers['x-service-signature'] as string).match(/v1=/g)).toHaveLength(1);
+      verifyBoth(r, secret);
+
+      // Said once in a process, however many deliveries it signs without it.
+      const d = (await deliveryForAttempt(r.headers['x-service-delivery-id'] as string))!;
+      const warn = jest.spyOn(logger, 'warn');
+      try {
+        for (let attempt = 2; attempt <= 4; attempt++) expect(deliveryHeaders(d, r.raw.toString('utf8'), attempt)['webhook-signature'].split(' ')).toHaveLength(1);
+        expect(warn.mock.calls.filter(([fields]) => (fields as { endpoint?: string }).endpoint === e.id)).toHaveLength(1);
+      } finally {
+        warn.mockRestore();
+      }
+
+      // A worker's start drops the lost secret, keeping the endpoint's current one: not an unopenable endpoint.
+      const rolledBack = new Error('roll back');
+      await expect(
+        transaction(async (tx) => {
+          const outcome = await resealEndpointSecrets(keyRing(), tx);
+          expect(outcome.lostPrevious).toContain(e.id);
+          expect(outcome.unopenable).not.toContain(e.id);
+          throw rolledBack;
+        }),
+      ).rejects.toBe(rolledBack);
+    } finally {
+      // Before the fix this endpoint marked the stack's payloads unopenable: no other test should meet it.
+      await redis().del(unopenableMark());
     }
   });
 

@@ -82,8 +82,10 @@ function workerOutageMeter(): OutageMeter {
  */
 async function resealAtRest(): Promise<void> {
   try {
-    const { resealed, unopenable } = await resealEndpointSecrets();
+    const { resealed, unopenable, lostPrevious } = await resealEndpointSecrets();
     if (resealed > 0) logger.info({ resealed }, 'webhook endpoint secrets re-sealed under the active payload key');
+    // Their current secrets sign: what is lost is a rotated-out one, said, not alarmed on.
+    if (lostPrevious.length > 0) logger.warn({ endpoints: lostPrevious.slice(0, 20), count: lostPrevious.length }, 'webhook endpoint secrets rotated out cannot be opened with PAYLOAD_ENCRYPTION_KEYS: they are lost and dropped; deliveries are signed with the current secrets');
     if (unopenable.length > 0) {
       reportUnopenable(
         new Error(`the secrets of ${unopenable.length} webhook endpoint(s) were sealed with a key PAYLOAD_ENCRYPTION_KEYS no longer holds: ${unopenable.slice(0, 20).join(', ')}`),
