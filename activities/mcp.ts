@@ -8,6 +8,7 @@ import type { Deadline } from '../domain/runs';
 import { openSecretFor } from '../db/workspaceSecrets';
 import { isHeaderValue } from '../domain/secrets';
 import { callMcpTool as callRemote, listMcpTools, redacted, type McpRemote } from '../infra/mcpSessions';
+import { AnswerTooLarge } from '../infra/cappedFetch';
 import { TargetRefused } from '../infra/outboundTarget';
 import { callSignal, deadlineFailure } from './bounded';
 import { asToolCall } from './tools';
@@ -139,11 +140,12 @@ function resultText(result: CallToolResult): string {
 
 /**
  * Whether trying again cannot help: a refused target (also when the connection's lookup refused it,
- * which fetch wraps), the server's refusal of the request (a 4xx: its scopes, its rules), or its
- * JSON-RPC error for the request itself (an unknown tool, bad arguments), unlike a timeout or a lost connection.
+ * which fetch wraps), a server cut off for sending past a cap (it would send as much again), the
+ * server's refusal of the request (a 4xx: its scopes, its rules), or its JSON-RPC error for the
+ * request itself (an unknown tool, bad arguments), unlike a timeout or a lost connection.
  */
 function final(err: unknown): boolean {
-  if (err instanceof TargetRefused || (err as { cause?: unknown }).cause instanceof TargetRefused) return true;
+  if (err instanceof TargetRefused || (err as { cause?: unknown }).cause instanceof TargetRefused || err instanceof AnswerTooLarge) return true;
   // A redirect elsewhere is never followed; 408 and 429 say to try again later.
   if (err instanceof StreamableHTTPError) return (err.code ?? 0) >= 300 && (err.code ?? 0) < 500 && err.code !== 408 && err.code !== 429;
   return err instanceof McpError && err.code !== ErrorCode.RequestTimeout && err.code !== ErrorCode.ConnectionClosed && err.code !== ErrorCode.InternalError;

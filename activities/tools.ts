@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { HttpToolConfig } from '../domain/agents';
+import { MAX_TOOL_ANSWER_BYTES } from '../domain/tools';
 import { config } from '../infra/config';
 import { postToTarget, TargetRefused } from '../infra/outboundTarget';
 import type { Deadline } from '../domain/runs';
@@ -8,8 +9,6 @@ import type { StreamEventType } from '../domain/streamEvents';
 import { callSignal, deadlineFailure } from './bounded';
 import { RunEvents } from './runEvents';
 import { TOOL_REQUEST_TIMEOUT_MS } from '../workflows/timings';
-
-const MAX_RESULT_BYTES = 16 * 1024;
 
 export interface ToolInvocation {
   runId: string;
@@ -45,7 +44,7 @@ export function callTool(call: ToolInvocation): Promise<string> {
       'x-service-signature': `t=${timestamp},v1=${signature}`,
       'x-service-run-id': call.runId,
       'x-service-tool-call-id': call.callId,
-    }, { timeoutMs: TOOL_REQUEST_TIMEOUT_MS, maxAnswerBytes: MAX_RESULT_BYTES, signal });
+    }, { timeoutMs: TOOL_REQUEST_TIMEOUT_MS, maxAnswerBytes: MAX_TOOL_ANSWER_BYTES, signal });
     if (answer.status >= 400) {
       throw ApplicationFailure.create({ message: `tool ${call.tool.name} answered ${answer.status}`, type: 'tool_execution_failed', nonRetryable: answer.status < 500 });
     }

@@ -5,6 +5,12 @@ export const MAX_TOOL_ROUNDS = 4;
 
 export const HANDOFF_TOOL = 'handoff';
 
+/**
+ * What a tool's server may send for one call: an HTTP tool's answer is kept up to it (the rest is not
+ * read), and an MCP server's answer to one tools/call must fit in it, or the server is cut off.
+ */
+export const MAX_TOOL_ANSWER_BYTES = 16 * 1024;
+
 export interface ToolSpec {
   name: string;
   description?: string;

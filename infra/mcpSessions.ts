@@ -4,6 +4,8 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import { CallToolResultSchema, ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { LRUCache } from 'lru-cache';
 import type { McpToolListing } from '../domain/mcpTools';
+import { MAX_TOOL_ANSWER_BYTES } from '../domain/tools';
+import { AnswerTooLarge, cappedFetch, type AnswerCaps } from './cappedFetch';
 import { logger } from './logger';
 import { targetFetch } from './outboundTarget';
 
@@ -13,6 +15,12 @@ import { targetFetch } from './outboundTarget';
  * kept; a session the server no longer knows (restarted, expired) is opened again once,
  * transparently. Each session's tool listing is kept for MCP_LIST_TTL_MS, and dropped at once when
  * the server says its list changed. Every operation has one time budget, opening the session included.
+ *
+ * A server is a tenant's, and so is what it sends: every byte of it is counted (cappedFetch), one
+ * answer to a tools/call within the HTTP tools' cap, any other answer (a listing) within
+ * MCP_MAX_LISTING_BYTES, and a listing within MCP_MAX_TOOLS tools. A server past a cap, or an
+ * operation past its budget, has its session closed at once, which aborts every request, body and
+ * stream of it: no read outlives its budget, and the worker's memory stays bounded whatever is sent.
  */
 
 export interface McpRemote {
@@ -29,6 +37,12 @@ export const MCP_LIST_TTL_MS = 60_000;
 const MAX_SESSIONS = 256;
 /** tools/list pages read at most: a server that pages on and on is not listed whole. */
 const MAX_LIST_PAGES = 20;
+/** Bytes of any answer but a tools/call's (initialize, a tools/list page, the notification stream), and of a whole listing. */
+export const MCP_MAX_LISTING_BYTES = 1024 * 1024;
+/** Tools of one server's listing: past it the server is cut off, as past a byte cap. */
+export const MCP_MAX_TOOLS = 512;
+/** Listings kept by this worker, in bytes (each at most MCP_MAX_LISTING_BYTES). */
+const MAX_KEPT_LISTING_BYTES = 32 * 1024 * 1024;
 /** A session's end (its DELETE) is waited for at most this at a worker's shutdown. */
 const END_TIMEOUT_MS = 2_000;
 
@@ -36,9 +50,12 @@ const CLIENT_INFO = { name: 'agent-execution-service', version: '1' };
 
 /** One open session: the client, and how many operations use it now (an evicted one is ended once idle). */
 interface Session {
+  transport: StreamableHTTPClientTransport;
   client: Promise<Client>;
   users: number;
   evicted: boolean;
+  /** Why it was closed under its users (a cap passed, a budget spent): what their calls fail with. */
+  cutOff?: Error;
 }
 
 // The token is part of the key only as its hash: two credentials never share a session.
@@ -66,15 +83,29 @@ function retire(session: Session): void {
 }
 
 const sessions = new LRUCache<string, Session>({ max: MAX_SESSIONS, dispose: retire });
-const listings = new LRUCache<string, McpToolListing[]>({ max: MAX_SESSIONS, ttl: MCP_LIST_TTL_MS });
+const listings = new LRUCache<string, McpToolListing[]>({ max: MAX_SESSIONS, ttl: MCP_LIST_TTL_MS, maxSize: MAX_KEPT_LISTING_BYTES });
 /** list_changed notices by key, whichever session heard them: a listing read across one is not kept. */
 const changes = new LRUCache<string, number>({ max: MAX_SESSIONS * 4 });
 
-async function open(remote: McpRemote, key: string, timeoutMs: number): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(remote.url), {
-    fetch: targetFetch(),
-    ...(remote.token && { requestInit: { headers: { authorization: `Bearer ${remote.token}` } } }),
-  });
+/**
+ * Closes a session under whoever uses it, without a word to the server (a DELETE could hang as well):
+ * its transport's abort aborts every request and body read of it, and its pending requests fail.
+ */
+function cutOff(key: string, session: Session, why: Error): void {
+  if (session.cutOff) return;
+  session.cutOff = why;
+  if (sessions.get(key) === session) sessions.delete(key);
+  void session.transport.close().catch(() => undefined);
+}
+
+/** The caps of one request's answer, by what it asks: a tools/call's result is a tool's answer. */
+function capsOf(init: RequestInit | undefined): AnswerCaps {
+  const calls = typeof init?.body === 'string' && /"method"\s*:\s*"tools\/call"/.test(init.body);
+  // A tools/call's stream may carry progress notifications before its result, each a message of its own.
+  return { messageBytes: calls ? MAX_TOOL_ANSWER_BYTES : MCP_MAX_LISTING_BYTES, streamBytes: MCP_MAX_LISTING_BYTES };
+}
+
+async function open(remote: McpRemote, key: string, timeoutMs: number, transport: StreamableHTTPClientTransport): Promise<Client> {
   const client = new Client(CLIENT_INFO, { capabilities: {} });
   client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
     listings.delete(key);
@@ -89,7 +120,11 @@ async function open(remote: McpRemote, key: string, timeoutMs: number): Promise<
 function sessionFor(remote: McpRemote, key: string, timeoutMs: number): Session {
   let session = sessions.get(key);
   if (!session) {
-    const created: Session = { client: open(remote, key, timeoutMs), users: 0, evicted: false };
+    const transport = new StreamableHTTPClientTransport(new URL(remote.url), {
+      fetch: cappedFetch(targetFetch(), capsOf, (err) => cutOff(key, created, err)),
+      ...(remote.token && { requestInit: { headers: { authorization: `Bearer ${remote.token}` } } }),
+    });
+    const created: Session = { transport, client: open(remote, key, timeoutMs, transport), users: 0, evicted: false };
     // A session that could not be opened is not kept: the next call tries again.
     created.client.catch(() => sessions.get(key) === created && sessions.delete(key));
     sessions.set(key, created);
@@ -127,14 +162,23 @@ async function withSession<T>(remote: McpRemote, o: { signal?: AbortSignal; budg
   const call = () => ({ signal: controller.signal, timeout: left() });
   const attempt = async (session: Session): Promise<{ ok: true; value: T } | { ok: false; err: unknown; client: Client }> => {
     session.users += 1;
+    // An aborted request leaves its fetch reading on: only closing the session stops that.
+    const drop = () => cutOff(key, session, controller.signal.reason instanceof Error ? controller.signal.reason : new Error('the operation was aborted'));
+    if (controller.signal.aborted) drop();
+    controller.signal.addEventListener('abort', drop, { once: true });
     try {
       const client = await session.client;
       try {
         return { ok: true, value: await use(client, call) };
       } catch (err) {
-        return { ok: false, err, client };
+        if (err instanceof AnswerTooLarge) cutOff(key, session, err);
+        // The session's own end says why better than the SDK's "connection closed".
+        return { ok: false, err: session.cutOff ?? err, client };
       }
+    } catch (err) {
+      throw session.cutOff ?? err;
     } finally {
+      controller.signal.removeEventListener('abort', drop);
       session.users -= 1;
       if (session.evicted && session.users === 0) retire(session);
     }
@@ -164,19 +208,25 @@ export async function listMcpTools(remote: McpRemote, o: { signal?: AbortSignal;
   // A kept listing spares the list, not the check that the server answers now (a ping on the open session).
   if (kept) return withSession(remote, o, (client, call) => client.ping(call())).then(() => kept);
   const before = changes.get(key) ?? 0;
-  const tools = await withSession(remote, o, async (client, call) => {
+  const { tools, bytes } = await withSession(remote, o, async (client, call) => {
     const all: McpToolListing[] = [];
+    let size = 0;
     let cursor: string | undefined;
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       const listed = await client.listTools(cursor ? { cursor } : undefined, call());
-      all.push(...listed.tools.map((t) => ({ name: t.name, ...(t.description && { description: t.description }), inputSchema: t.inputSchema as Record<string, unknown> })));
+      const tools = listed.tools.map((t) => ({ name: t.name, ...(t.description && { description: t.description }), inputSchema: t.inputSchema as Record<string, unknown> }));
+      all.push(...tools);
+      size += JSON.stringify(tools).length;
+      // Each page is within the byte cap; pages added up must be too, as a kept listing is.
+      if (all.length > MCP_MAX_TOOLS) throw new AnswerTooLarge(`the server listed more than ${MCP_MAX_TOOLS} tools`);
+      if (size > MCP_MAX_LISTING_BYTES) throw new AnswerTooLarge(`the server's listing passed ${MCP_MAX_LISTING_BYTES} bytes`);
       cursor = listed.nextCursor;
       if (!cursor) break;
     }
-    return all;
+    return { tools: all, bytes: size };
   });
   // Not kept if the list changed while it was read: the next run asks again.
-  if ((changes.get(key) ?? 0) === before) listings.set(key, tools);
+  if ((changes.get(key) ?? 0) === before) listings.set(key, tools, { size: Math.max(1, bytes) });
   return tools;
 }
 

@@ -83,7 +83,7 @@ function guardedLookup(resolve: Resolver) {
 export interface PostOptions {
   /** The whole exchange, connection to last byte, ends after this. */
   timeoutMs: number;
-  /** Bytes of the answer kept; the rest is read and dropped. */
+  /** Bytes of the answer kept; the rest is not read. */
   maxAnswerBytes: number;
   signal?: AbortSignal;
   resolve?: Resolver;
@@ -105,14 +105,20 @@ export function postToTarget(url: URL, body: string | Buffer, headers: Record<st
     const req = client.request(url, { method: 'POST', headers, lookup: guardedLookup(options.resolve ?? systemResolver) as never, signal: options.signal }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        if (size < options.maxAnswerBytes) chunks.push(chunk);
-        size += chunk.length;
-      });
-      res.on('end', () => {
+      const answered = () => {
         clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8').slice(0, options.maxAnswerBytes), headers: res.headers });
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).subarray(0, options.maxAnswerBytes).toString('utf8'), headers: res.headers });
+      };
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        size += chunk.length;
+        // What is kept is there: the rest is not read (an endless answer would hold the call to its timeout).
+        if (size >= options.maxAnswerBytes) {
+          answered();
+          res.destroy();
+        }
       });
+      res.on('end', answered);
       res.on('error', reject);
     });
     const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${options.timeoutMs} ms`), { code: 'ETIMEDOUT' })), options.timeoutMs);
