@@ -1,4 +1,4 @@
-import { Context, log } from '@temporalio/activity';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { ErrorCode, RunStatus } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import { STREAM_VERSION, terminalEvent, type StreamEventType } from '../domain/streamEvents';
@@ -12,6 +12,8 @@ import { insertRun, lockRun, recordRunWithOwnConversation, settleRunRecord, type
 import { recordCancelRequest } from '../db/runCancelRequests';
 import { transaction, type Sql } from '../db/sql';
 import { config } from '../infra/config';
+import { postgresDataError } from '../infra/dependencyErrors';
+import { logger } from '../infra/logger';
 import { heartbeating } from './bounded';
 import { callModel, recordStartLag, type GenerateInput, type GenerateResult } from './model';
 import { RunEvents } from './runEvents';
@@ -196,6 +198,8 @@ export interface Settlement {
   reconciled?: boolean;
   /** A queued turn settles before its turn came (cancelled or given up in the queue): its message is not part of the conversation. */
   turnNeverCame?: boolean;
+  /** The settlement asked for could not be stored (unstoredSettlement): the run fails, charged nothing, whoever settles it. */
+  unstored?: boolean;
 }
 
 /** A settlement asked to give way to a cancel found one recorded: nothing was written. */
@@ -226,12 +230,61 @@ export function runResponse(input: RunInput, begun: BegunRun, fields: { status: 
 }
 
 /**
- * running → completed | failed | cancelled | blocked, exactly once: the final status, the ledger line,
- * the balance, the assistant message, the log entry and every event commit together (inside the
- * transaction: the run locked, one settling statement, the message when there is one, the events). A repeated
- * call (a retried activity) finds the run already settled and returns what was stored.
+ * running → completed | failed | cancelled | blocked, exactly once (settleOnce). A settlement the
+ * database refuses for what it holds (a data error: postgresDataError) would be refused as long as it
+ * is retried, holding the run's credits and its conversation's turn: the run fails at once instead,
+ * as internal_error, charged nothing, and it is logged at error level. Only what can pass on retry (a
+ * dependency's outage) is thrown for the caller to retry; a failure of the failed settlement too is
+ * final (non-retryable), and the reconciler settles the run.
  */
 export async function settleRun(s: Settlement): Promise<RunOutcome> {
+  try {
+    return await settleOnce(s);
+  } catch (err) {
+    const sqlstate = postgresDataError(err);
+    if (!sqlstate) throw err;
+    // The error's message only: its detail may quote what was written (the model's words).
+    const about = { run_id: s.input.runId, sqlstate, err: (err as Error).message, status: s.status, error_code: s.error?.code, usage: s.usage, model: s.model };
+    logger.error(about, "the run's settlement could not be stored: the run fails as internal_error, charged nothing");
+    try {
+      return await settleOnce(unstoredSettlement(s));
+    } catch (again) {
+      const code = postgresDataError(again);
+      if (!code) throw again;
+      logger.error({ ...about, sqlstate: code, err: (again as Error).message }, 'not even the failed settlement could be stored: the reconciler settles the run');
+      throw ApplicationFailure.create({ type: 'internal_error', message: `The run could not be settled (SQLSTATE ${code}).`, nonRetryable: true });
+    }
+  }
+}
+
+/**
+ * The settlement that replaces one the database refused: failed, internal_error, nothing of the
+ * reply (its output, usage, handoff), so nothing the database refused is written again.
+ */
+function unstoredSettlement(s: Settlement): Settlement {
+  return {
+    input: s.input,
+    status: 'failed',
+    output: [],
+    usage: ZERO_USAGE,
+    model: s.model,
+    toolNames: s.toolNames,
+    error: { code: 'internal_error', message: 'The run failed inside the service: its result could not be stored.' },
+    knowledge: s.knowledge,
+    unlessCancelRequested: s.unlessCancelRequested,
+    reconciled: s.reconciled,
+    turnNeverCame: s.turnNeverCame,
+    unstored: true,
+  };
+}
+
+/**
+ * The settlement's writes: the final status, the ledger line, the balance, the assistant message, the
+ * log entry and every event commit together (inside the transaction: the run locked, one settling
+ * statement, the message when there is one, the events). A repeated call (a retried activity) finds
+ * the run already settled and returns what was stored.
+ */
+async function settleOnce(s: Settlement): Promise<RunOutcome> {
   const { input } = s;
   const { outcome, begun, recorded, now } = await transaction(async (sql) => {
     // A run whose first call failed before recording it (or was cancelled first) is recorded now, so every path settles.
@@ -268,7 +321,7 @@ export async function settleRun(s: Settlement): Promise<RunOutcome> {
         incompleteReason: s.status === 'completed' ? (s.incomplete ?? null) : null,
         reconciled: s.reconciled ?? false,
         // A run the reconciler settles (terminated, timed out) is billed for what its calls consumed, as before.
-        waived: serviceFault(s.error?.code) && s.reconciled !== true,
+        waived: s.unstored === true || (serviceFault(s.error?.code) && s.reconciled !== true),
       },
       sql,
     );

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Client } from 'pg';
+import { storable } from '../domain/storable';
 import { DependencyUnavailable, postgresUnavailable } from '../infra/dependencyErrors';
 import { dependencyAnswered, dependencyFailed } from '../infra/dependencyOutages';
 import { db } from './sequelize';
@@ -19,7 +20,10 @@ export function statement(text: string): Statement {
   return { name: `aes_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`, text };
 }
 
-/** Runs statements on one connection. JSON values must be passed through JSON.stringify (pg would send arrays as SQL arrays). */
+/**
+ * Runs statements on one connection. JSON values must be passed through JSON.stringify (pg would send
+ * arrays as SQL arrays). Every value is made storable here (domain/storable.ts), whatever it came from.
+ */
 export interface Sql {
   rows<T>(s: Statement, values: unknown[]): Promise<T[]>;
   /** How many rows a write touched. */
@@ -29,10 +33,10 @@ export interface Sql {
 function on(client: Client): Sql {
   return {
     async rows<T>(s: Statement, values: unknown[]) {
-      return (await client.query({ name: s.name, text: s.text, values })).rows as T[];
+      return (await client.query({ name: s.name, text: s.text, values: values.map(storable) })).rows as T[];
     },
     async rowCount(s: Statement, values: unknown[]) {
-      return (await client.query({ name: s.name, text: s.text, values })).rowCount ?? 0;
+      return (await client.query({ name: s.name, text: s.text, values: values.map(storable) })).rowCount ?? 0;
     },
   };
 }

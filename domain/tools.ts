@@ -28,9 +28,7 @@ export interface ToolCall {
  * PostgreSQL cannot store, in text or jsonb) becomes U+FFFD, once, where the reply arrives, so that
  * what an approver is shown, what is recorded and what is called are the same text.
  */
-export function storableText(text: string): string {
-  return text.replace(/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
-}
+export { storableText } from './storable';
 
 /**
  * A round's tool results cut to `budget` characters in all, when the run cannot hold more for them:

@@ -65,3 +65,19 @@ export function unavailableDependency(err: unknown): Dependency | undefined {
   }
   return undefined;
 }
+
+/**
+ * PostgreSQL's refusal of what was written, as opposed to its absence: SQLSTATE class 22 (data
+ * exception: a number out of range, text it cannot store), 23 (integrity constraint violation) or 54
+ * (program limit exceeded: a value too large for an index). Written again, the same values are
+ * refused again, so such a failure is never waited out.
+ */
+const POSTGRES_DATA_CODE = /^(22|23|54)[0-9A-Z]{3}$/;
+
+/** The SQLSTATE of a PostgreSQL data error that caused `err` (POSTGRES_DATA_CODE), or undefined. */
+export function postgresDataError(err: unknown): string | undefined {
+  for (const e of errorChain(err)) {
+    if (typeof e.code === 'string' && POSTGRES_DATA_CODE.test(e.code)) return e.code;
+  }
+  return undefined;
+}

@@ -18,7 +18,10 @@ export interface StubReply {
   /** Reply text; streamed as one chunk per element of `chunks` when given. */
   text?: string;
   chunks?: string[];
-  toolCalls?: { name: string; arguments: string }[];
+  /** Each call's id is `call_<index>` unless given (a provider may give two calls of one reply one id). */
+  toolCalls?: { name: string; arguments: string; id?: string }[];
+  /** Reply with the text of the request's tool results (joined by newlines), as a model quoting its tools does. */
+  echoToolResults?: boolean;
   /** Answer with this HTTP status and an OpenAI-style error body instead. */
   status?: number;
   /** Wait before answering, and between streamed chunks. */
@@ -85,7 +88,7 @@ function usageOf(reply: StubReply) {
 }
 
 function toolCallsOf(reply: StubReply) {
-  return (reply.toolCalls ?? []).map((c, index) => ({ index, id: `call_${index}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
+  return (reply.toolCalls ?? []).map((c, index) => ({ index, id: c.id ?? `call_${index}`, type: 'function', function: { name: c.name, arguments: c.arguments } }));
 }
 
 /** The usage in an answer: the JSON body's, or the last SSE chunk's that carries one. */
@@ -194,7 +197,8 @@ export class StubProvider extends LoopbackServer {
       res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `stub status ${reply.status}`, type: 'server_error' } }));
       return;
     }
-    const text = reply.text ?? (reply.chunks ? reply.chunks.join('') : '');
+    const echoed = reply.echoToolResults ? (body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').map((m) => m.content).join('\n') : undefined;
+    const text = echoed ?? reply.text ?? (reply.chunks ? reply.chunks.join('') : '');
     const base = { id: 'chatcmpl-stub', created: Math.floor(Date.now() / 1000), model: String(body.model) };
     if (!body.stream) {
       const message = { role: 'assistant', content: reply.toolCalls || reply.refusal ? null : text, refusal: reply.refusal ?? null, ...(reply.toolCalls && { tool_calls: toolCallsOf(reply) }) };
