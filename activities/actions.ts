@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { unavailableDependency } from '../infra/dependencyErrors';
+import { postgresDataError, unavailableDependency } from '../infra/dependencyErrors';
 import { actionOutcome, insertActions, resolveAction } from '../db/runActions';
 import { lowerHold } from '../db/creditReservations';
 import { transaction } from '../db/sql';
@@ -30,23 +30,30 @@ export interface RequiredActions {
  * announced to the API that answers a non-streamed request (202). Safe to repeat: calls recorded by
  * an earlier attempt are not recorded, held or announced twice.
  */
-export async function requireActions(r: RequiredActions): Promise<void> {
+export async function requireActions(r: RequiredActions): Promise<ArgumentsHashes> {
   try {
-    await recordRequiredActions(r);
+    return await recordRequiredActions(r);
   } catch (err) {
     // Bookkeeping retries until it succeeds through an outage, but a write that fails for what it
     // writes would fail forever, holding the run's credits and its turn: the run fails instead.
-    if (unavailableDependency(err) || Context.current().info.attempt < REQUIRE_ACTIONS_ATTEMPTS) throw err;
+    if (unavailableDependency(err) || (!postgresDataError(err) && Context.current().info.attempt < REQUIRE_ACTIONS_ATTEMPTS)) throw err;
     throw ApplicationFailure.create({ type: 'internal_error', message: `The calls the run waits on could not be recorded: ${String(err)}`, nonRetryable: true });
   }
 }
 
+/**
+ * Each recorded call's arguments_sha256, by call id: the workflow's update validator checks an
+ * approval against it (the workflow's sandbox has no hash of its own).
+ */
+export type ArgumentsHashes = Record<string, string>;
+
 /** Tries of recording the calls that wait before a failure that is not an outage fails the run. */
 const REQUIRE_ACTIONS_ATTEMPTS = 5;
 
-async function recordRequiredActions(r: RequiredActions): Promise<void> {
+async function recordRequiredActions(r: RequiredActions): Promise<ArgumentsHashes> {
   const { input } = r;
   const calls = r.calls.map((call) => ({ ...call, arguments_sha256: argumentsSha256(call.arguments ?? '') }));
+  const hashes = Object.fromEntries(calls.map((call) => [call.call_id, call.arguments_sha256]));
   const fresh = await transaction(async (sql) => {
     const inserted = await insertActions(input.runId, r.round, calls, sql);
     if (inserted.length === 0) return false;
@@ -58,7 +65,7 @@ async function recordRequiredActions(r: RequiredActions): Promise<void> {
     await outbox.write(sql);
     return true;
   });
-  if (!fresh) return;
+  if (!fresh) return hashes;
   const stream = new RunEvents(input.runId);
   for (const call of calls) stream.emit('response.tool.action_required', { id: input.runId, ...call, submit_to: actionsPath(input.runId) });
   // The stream outlives the wait: a client resumes it when the answer comes, however late.
@@ -66,6 +73,7 @@ async function recordRequiredActions(r: RequiredActions): Promise<void> {
   stream.expireIn(RUN_EVENTS_TTL_S + Math.ceil(Math.max(0, longest) / 1000));
   stream.announceWaiting();
   await stream.flush();
+  return hashes;
 }
 
 /** What an approval names to approve exactly these arguments: their SHA-256, hex. */

@@ -19,6 +19,7 @@ import { fitToWindow } from './contextWindow';
 import { modelProvider } from './providers';
 import { ProviderError, type ChatMessage } from './providers/types';
 import type { StreamEventType } from '../domain/streamEvents';
+import { ownCallIds } from '../domain/callIds';
 import { storableText, type ToolCall, type ToolSpec, type ToolTurn } from '../domain/tools';
 import type { Passage } from '../domain/knowledge';
 
@@ -187,7 +188,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
     if (!reply.usage) ctx.metricMeter.createCounter('aes_model_usage_counted', 'calls', 'Model calls whose provider reported no usage: counted by the service, billed, and marked estimated in the run log.').add(1);
     return {
       text: reply.text,
-      toolCalls: reply.toolCalls.map((c) => ({ ...c, arguments: storableText(c.arguments) })),
+      toolCalls: ownCallIds(reply.toolCalls.map((c) => ({ ...c, arguments: storableText(c.arguments) }))),
       usage: reply.usage ?? countedUsage(reply.model, messages, reply),
       ...(!reply.usage && { usageEstimated: true }),
       ...(historyOmitted > 0 && { historyOmitted }),

@@ -1,6 +1,7 @@
 import { instructionsOf, type AgentConfig } from '../domain/agents';
 import type { Attachment, ResponseFormat } from '../domain/runs';
 import type { ToolTurn } from '../domain/tools';
+import { providerTurns } from '../domain/callIds';
 import { knowledgeContext, type Passage } from '../domain/knowledge';
 import { CUT_OFF_PROBLEM } from '../domain/structuredOutput';
 import type { ChatMessage } from './providers/types';
@@ -52,7 +53,7 @@ export function assemblePrompt(parts: PromptParts): ChatMessage[] {
   if (parts.callerInstructions) messages.push({ role: 'system', content: parts.callerInstructions });
   messages.push(...parts.history);
   if (parts.knowledge?.length) messages.push({ role: 'user', content: knowledgeContext(parts.knowledge) });
-  messages.push({ role: 'user', content: userContent(parts.input, parts.attachments) }, ...(parts.toolTurns ?? []));
+  messages.push({ role: 'user', content: userContent(parts.input, parts.attachments) }, ...providerTurns(parts.toolTurns ?? []));
   if (parts.repair?.problems.includes(CUT_OFF_PROBLEM)) {
     messages.push({ role: 'user', content: 'Your previous reply ran past the output limit and was cut off. Reply again with one complete JSON object, kept short.' });
   } else if (parts.repair) {

@@ -44,7 +44,8 @@ export async function answerAction(run: RunResponse, answer: ActionAnswer): Prom
   const mismatch = answerMismatch(row.type, answer) ?? approvedOtherArguments(row, answer);
   if (mismatch) throw invalidRequest(mismatch);
   try {
-    const outcome = await answerRunAction(await temporal(), run.id, `${row.call_id}#${row.round}`, answer);
+    // The run's validator checks the round and the hash again: the answer names the round of the call it was checked against.
+    const outcome = await answerRunAction(await temporal(), run.id, `${row.call_id}#${row.round}`, { ...answer, round: row.round });
     // Accepted just as the run was cancelled: the call was closed by the cancel, not by this answer.
     if (outcome.status === 'cancelled') throw cancelledWhileWaiting(run.id, row.call_id);
     return outcome;

@@ -63,9 +63,14 @@ export function requiredAction(runId: string, calls: RequiredCall[]): RequiredAc
   return { calls, submit_to: actionsPath(runId) };
 }
 
-/** A caller's answer: a decision for an approval (an approval naming the hash of the arguments it approves), the output for a client tool. */
+/**
+ * A caller's answer: a decision for an approval (an approval naming the hash of the arguments it
+ * approves), the output for a client tool. `round` is the tool round of the call answered, as it was
+ * recorded: the API adds it, and the run's workflow refuses an answer for another round.
+ */
 export interface ActionAnswer {
   call_id: string;
+  round?: number;
   decision?: 'approve' | 'deny';
   arguments_sha256?: string;
   reason?: string;

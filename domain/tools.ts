@@ -18,9 +18,12 @@ export interface ToolSpec {
 }
 
 export interface ToolCall {
+  /** Unique among the calls of its reply (domain/callIds.ts). */
   id: string;
   name: string;
   arguments: string;
+  /** The provider's id for the call, where it was not unique in the reply and the call got one of its own. */
+  providerId?: string;
 }
 
 /**

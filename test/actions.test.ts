@@ -170,14 +170,13 @@ describe('tool calls that wait for people', () => {
     expect(late.body.error.code).toBe('action_not_pending');
   });
 
-  it('recording the calls that wait fails the run after a few tries when what it writes cannot be written, rather than retrying forever', async () => {
+  it('recording the calls that wait fails the run at once when the database refuses what it writes (a data error), rather than retrying', async () => {
     const input = await runInputFor(await tenant());
-    // A round PostgreSQL cannot take (past its integer): the write fails for what it writes, not for an outage.
+    // A round PostgreSQL cannot take (past its integer, SQLSTATE 22003): written again, it is refused again.
     const calls = { input, round: 2 ** 40, calls: [{ call_id: 'call_0', type: 'approval' as const, tool: 'refund', arguments: '{}', expires_at: new Date().toISOString() }], callsMade: 1, consumed: 0 };
-    const early = await new MockActivityEnvironment({ attempt: 1 }).run(requireActions, calls).catch((err: unknown) => err);
-    expect(early).not.toBeInstanceOf(ApplicationFailure);
-    const last = await new MockActivityEnvironment({ attempt: 5 }).run(requireActions, calls).catch((err: unknown) => err);
-    expect(last).toMatchObject({ type: 'internal_error', nonRetryable: true });
+    const first = await new MockActivityEnvironment({ attempt: 1 }).run(requireActions, calls).catch((err: unknown) => err);
+    expect(first).toBeInstanceOf(ApplicationFailure);
+    expect(first).toMatchObject({ type: 'internal_error', nonRetryable: true });
   });
 
   it('an answer after a call’s expires_at is 409, even while the run has not closed the call yet (a lagging worker)', async () => {
@@ -305,5 +304,42 @@ describe('tool calls that wait for people', () => {
     expect((await answer(t, first.body.id, { call_id: 'call_0', decision: 'approve', arguments_sha256: pending.arguments_sha256 })).body.status).toBe('approved');
     expect((await settled(t, first.body.id)).status).toBe('completed');
     expect(receivedFor(order)).toHaveLength(1);
+  });
+
+  it('two calls of one reply that share an id (both call_1) each get an id and an approval of their own: approving the first runs it alone, and the provider hears its own ids', async () => {
+    const [first, second] = [randomUUID(), randomUUID()];
+    const sha = (order: string) => createHash('sha256').update(refund(order).arguments).digest('hex');
+    const t = await tenant({ config: refundTool() });
+    await scriptModel(t.model, [{ toolCalls: [{ ...refund(first), id: 'call_1' }, { ...refund(second), id: 'call_1' }] }, { text: 'Refunded one.' }]);
+    const started = await respond(t, 'Refund both');
+    expect(started.status).toBe(202);
+    const runId = started.body.id as string;
+    expect(started.body.required_action.calls.map((c: { call_id: string; arguments: string }) => [c.call_id, c.arguments])).toEqual([
+      ['call_1_1', refund(first).arguments],
+      ['call_1_2', refund(second).arguments],
+    ]);
+
+    // The run's own validator checks the round and the arguments approved, whoever sends the answer.
+    const handle = client.workflow.getHandle(runId);
+    const update = (answer: Record<string, unknown>) => handle.executeUpdate('answerAction', { args: [answer] });
+    await expect(update({ call_id: 'call_1_1', round: 0, decision: 'approve', arguments_sha256: sha(second) })).rejects.toThrow(WorkflowUpdateFailedError);
+    await expect(update({ call_id: 'call_1_1', round: 1, decision: 'approve', arguments_sha256: sha(first) })).rejects.toThrow(WorkflowUpdateFailedError);
+    expect(await acceptedUpdates(runId)).toBe(0);
+
+    // The first approved: the second still waits on its own decision, and neither is called yet.
+    expect((await answer(t, runId, { call_id: 'call_1_1', decision: 'approve', arguments_sha256: sha(first) })).body.status).toBe('approved');
+    expect((await readRun(t, runId)).required_action.calls.map((c: { call_id: string }) => c.call_id)).toEqual(['call_1_2']);
+    expect([receivedFor(first), receivedFor(second)]).toEqual([[], []]);
+    expect((await answer(t, runId, { call_id: 'call_1_2', decision: 'deny' })).body.status).toBe('denied');
+    expect((await settled(t, runId)).status).toBe('completed');
+    expect([receivedFor(first).length, receivedFor(second).length]).toEqual([1, 0]);
+
+    // The provider is sent back its own ids: both calls, and both results, under call_1, in its order.
+    const messages = (await providerRequests(t.model))[1].body.messages as { role: string; content: string; tool_call_id?: string; tool_calls?: { id: string }[] }[];
+    expect(messages.find((m) => m.role === 'assistant')!.tool_calls!.map((c) => c.id)).toEqual(['call_1', 'call_1']);
+    expect(messages.filter((m) => m.role === 'tool').map((m) => [m.tool_call_id, m.content])).toEqual([
+      ['call_1', '{"refunded":true}'],
+      ['call_1', expect.stringContaining('denied')],
+    ]);
   });
 });

@@ -65,7 +65,9 @@ const TOOL_RESULTS_HOLD_PATCH = 'tool-results-hold';
  * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds, at most
  * DEPENDENCY_RETRY_MAX_MS apart so a run settles within seconds of a failover's end. A run settles
  * even after a long database outage; one that never does (terminated, timed out) is settled by the
- * reconciler instead.
+ * reconciler instead. What cannot pass on retry is not retried: a settlement the database refuses for
+ * what it holds (a data error) fails the run at once, as internal_error charged nothing, inside
+ * settleRun itself (activities/runs.ts), and only its own failure comes back, non-retryable.
  */
 const { settleRun, emitRunEvent, recordRunCancel, turnIsNext, requireActions, closeAction, holdForToolResults } = namedLocalActivities(
   { startToCloseTimeout: '10s', retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: DEPENDENCY_RETRY_MAX_MS } },
@@ -198,8 +200,12 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   let passages: Passage[] = [];
   const passageRefs = () => passages.map(({ chunk, document, rank }) => ({ chunk, document, rank }));
 
-  /** The calls of the current tool round that wait for people, by call id, until each is closed. */
-  const waiting = new Map<string, { type: ActionType; expiresAt: number; answer?: ActionAnswer; closing?: boolean; outcome?: ActionOutcome }>();
+  /**
+   * The calls of the current tool round that wait for people, by call id (unique in its reply:
+   * domain/callIds.ts), until each is closed; with their round and the hash of their arguments, which
+   * an answer must name (round) and an approval must name (arguments_sha256).
+   */
+  const waiting = new Map<string, { type: ActionType; round: number; argumentsSha256?: string; expiresAt: number; answer?: ActionAnswer; closing?: boolean; outcome?: ActionOutcome }>();
   // Refused here, an answer never reaches history: a call the run does not wait on (now), or the wrong kind of answer.
   setHandler(
     answerAction,
@@ -219,6 +225,12 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
         if (Date.now() >= call.expiresAt) throw new Error(`Call ${answer.call_id} is past its deadline: it is denied.`);
         const mismatch = answerMismatch(call.type, answer);
         if (mismatch) throw new Error(mismatch);
+        // Checked here as well as in the API: an answer decides the call of its round, and an approval the arguments it was shown.
+        // (An API instance of the release before sends no round; a run recorded before it has no hashes.)
+        if (answer.round !== undefined && answer.round !== call.round) throw new Error(`The run waits on call ${answer.call_id} of round ${call.round}, not of round ${answer.round}.`);
+        if (call.type === 'approval' && answer.decision === 'approve' && call.argumentsSha256 !== undefined && answer.arguments_sha256 !== call.argumentsSha256) {
+          throw new Error(`Call ${answer.call_id} waits on arguments whose arguments_sha256 is ${call.argumentsSha256}: the approval names others.`);
+        }
       },
     },
   );
@@ -385,13 +397,14 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       const tool = mcp ? undefined : findTool(input.agent.config, call.name);
       const type = mcp ? (mcpApprovalRequired(mcp.server, mcp.tool) ? 'approval' : undefined) : tool && actionOf(tool);
       if (!type) continue;
-      waiting.set(call.id, { type, expiresAt });
+      waiting.set(call.id, { type, round, expiresAt });
       // The arguments go with every call: an approver sees what it approves, a client runs them.
       required.push({ call_id: call.id, type, tool: call.name, arguments: call.arguments, expires_at: new Date(expiresAt).toISOString() });
     }
     if (required.length === 0) return;
     const since = Date.now();
-    await requireActions({ input, round, calls: required, callsMade: calls, consumed: creditsFor(usage), ...(extraPerCall > 0 && { extraPerCall }) });
+    const hashes = await requireActions({ input, round, calls: required, callsMade: calls, consumed: creditsFor(usage), ...(extraPerCall > 0 && { extraPerCall }) });
+    for (const [callId, sha256] of Object.entries(hashes ?? {})) waiting.get(callId)!.argumentsSha256 = sha256;
     await Promise.all(
       required.map(async ({ call_id, tool }) => {
         const call = waiting.get(call_id)!;
