@@ -19,6 +19,7 @@ import { listenForSettlement, outcomeOf, type Settlement } from './settlements';
 import { interruptTurnsBefore } from './cancelRun';
 import { answerAccepted } from './answerAccepted';
 import { answerAction } from './runActions';
+import type { ActionAnswer } from '../domain/actions';
 import { latestEntryId } from './runStreamReader';
 import { runEventsKey } from '../domain/streamEvents';
 
@@ -71,13 +72,14 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
   // A retry that attaches to a run waiting for people answers as the first request did.
   if (!settlement) {
     const standing = await runAsItStands(ctx.state.principal!, runId);
-    if (standing.required_action) return answerAsItStands(ctx, runId, standing);
+    if (standing.required_action && !(how.holdForApprovers && !waitsOnCaller(standing))) return answerAsItStands(ctx, runId, standing);
   }
   let outcome: RunOutcome | undefined;
   awaitedRuns.inc();
   try {
-    // A run that waits for people is answered as it stands at once: its wait may last days.
-    const settled = settlement ? Promise.race([outcomeOf(handle, settlement), settlement.waitsForPeople.then(() => undefined)]) : outcomeOf(handle);
+    // A run that waits for people is answered as it stands at once: its wait may last days (unless
+    // the request holds for approvers, within the same bound).
+    const settled = settlement ? Promise.race([outcomeOf(handle, settlement), waitsOnAnswer(ctx, runId, settlement, how.holdForApprovers === true)]) : outcomeOf(handle);
     outcome = await within(settled, options.timeoutMs + config().apiWaitGraceMs);
   } catch (err) {
     if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
@@ -89,6 +91,24 @@ async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOp
   answerAsItStands(ctx, runId, await runAsItStands(ctx.state.principal!, runId));
 }
 
+/** Whether the run waits on its caller: client-run tool calls, which only the request's caller answers. */
+const waitsOnCaller = (run: RunResponse) => run.required_action?.calls.some((c) => c.type === 'client_tool') === true;
+
+/**
+ * Resolves (undefined) when the run begins to wait for people; holding for approvers, only once it
+ * waits on its caller: while it waits on approvers only, the request waits on with it, through each
+ * round's wait (the next is listened for before the run is read, so none is missed).
+ */
+async function waitsOnAnswer(ctx: Ctx, runId: string, settlement: Settlement, holdForApprovers: boolean): Promise<undefined> {
+  await settlement.waitsForPeople;
+  if (!holdForApprovers) return undefined;
+  for (;;) {
+    const next = settlement.nextWait();
+    if (waitsOnCaller(await runAsItStands(ctx.state.principal!, runId))) return undefined;
+    await next;
+  }
+}
+
 /** 202: the run as it stands (queued, running, or waiting for people), not stored for idempotency. */
 function answerAsItStands(ctx: Ctx, runId: string, run: RunResponse): void {
   ctx.state.provisional = true;
@@ -96,12 +116,12 @@ function answerAsItStands(ctx: Ctx, runId: string, run: RunResponse): void {
 }
 
 /**
- * A run's client-run tool calls answered with their outputs (the `/v1` surface's tool messages), then
- * the run answered as execute answers one: its outcome, or as it stands when it waits again; streamed,
- * from what the run does next. Listening begins before the outputs go, so the run's next wait or its
- * settlement is heard, and the stream's place is taken then too.
+ * A run's waiting calls answered (the `/v1` surface's tool messages, function call outputs and
+ * approval responses), then the run answered as execute answers one: its outcome, or as it stands
+ * when it waits again; streamed, from what the run does next. Listening begins before the answers
+ * go, so the run's next wait or its settlement is heard, and the stream's place is taken then too.
  */
-export async function continueRun(ctx: Ctx, runId: string, outputs: { call_id: string; output: string }[], options: RunOptions, how: Answering = {}): Promise<void> {
+export async function continueRun(ctx: Ctx, runId: string, outputs: ActionAnswer[], options: RunOptions, how: Answering = {}): Promise<void> {
   const run = await runAsItStands(ctx.state.principal!, runId);
   const settlement = listenForSettlement(runId);
   try {
@@ -120,6 +140,11 @@ export interface Answering {
   background?: boolean;
   /** A stream relays only the entries after this one (a continued run's, from its continuation). */
   after?: string;
+  /**
+   * A non-streamed answer waits on through the run's waits for approvers, within its bound (a wire
+   * with no shape for an approval: chat completions); it still stops where the run waits on its caller.
+   */
+  holdForApprovers?: boolean;
 }
 
 /**

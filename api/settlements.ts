@@ -64,6 +64,8 @@ export interface Settlement {
   outcome: Promise<RunOutcome>;
   /** Resolves when the run begins to wait for people (docs/api.md, "Actions"); it may never resolve. */
   waitsForPeople: Promise<void>;
+  /** Resolves when the run next begins to wait for people, after this call (a later round's wait). */
+  nextWait(): Promise<void>;
   /** Aborted by stop(): nothing more is asked about the run. */
   signal: AbortSignal;
   stop(): void;
@@ -80,7 +82,14 @@ export function listenForSettlement(runId: string, onStreamMoved?: () => void): 
   let wait!: () => void;
   const outcome = new Promise<RunOutcome>((resolve) => (settle = resolve));
   const waitsForPeople = new Promise<void>((resolve) => (wait = resolve));
-  const listener: Listener = { announce: (announcement) => ('run' in announcement ? settle(announcement) : wait()), moved: onStreamMoved };
+  let nextWaits: (() => void)[] = [];
+  const waits = () => {
+    wait();
+    const woken = nextWaits;
+    nextWaits = [];
+    for (const resolve of woken) resolve();
+  };
+  const listener: Listener = { announce: (announcement) => ('run' in announcement ? settle(announcement) : waits()), moved: onStreamMoved };
   let listeners = waiting.get(channel);
   if (!listeners) waiting.set(channel, (listeners = new Set()));
   listeners.add(listener);
@@ -98,6 +107,7 @@ export function listenForSettlement(runId: string, onStreamMoved?: () => void): 
     ready,
     outcome,
     waitsForPeople,
+    nextWait: () => new Promise<void>((resolve) => nextWaits.push(resolve)),
     signal: stopped.signal,
     stop() {
       stopped.abort();

@@ -6,6 +6,8 @@ export const ERROR_TABLE = {
   // Not in the spec's table: tool calls that wait for people are beyond it (docs/api.md, "Actions").
   action_not_found: { http: 404, runStatus: 'failed' },
   action_not_pending: { http: 409, runStatus: 'failed' },
+  /** `/v1/chat/completions` only: its wire has no shape for a run still waiting for an approver. */
+  action_required: { http: 409, runStatus: 'failed' },
   agent_not_available: { http: 409, runStatus: 'failed' },
   agent_not_found: { http: 404, runStatus: 'failed' },
   authentication_error: { http: 401, runStatus: 'failed' },

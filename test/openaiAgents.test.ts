@@ -22,7 +22,7 @@ describe('OpenAI Agents SDK', () => {
     ['the Responses API (its default)', responses, 'message' as const, false],
     ['the Responses API, streamed', responses, 'message' as const, true],
   ])("runs an agent whose model is ours through %s, looping through the agent's client-run tool: one run, the tool run by the caller", async (_api, modelOf, kind, stream) => {
-    const t = await tenant({ scopes: ['responses:create', 'messages:create'], config: { tools: [WEATHER] } });
+    const t = await tenant({ scopes: ['responses:create', 'messages:create', 'conversations:create'], config: { tools: [WEATHER] } });
     await scriptModel(t.model, [{ toolCalls: [{ name: 'get_weather', arguments: '{"city":"Paris"}' }] }, { text: 'It is sunny in Paris.' }]);
     const ranWith: string[] = [];
     const getWeather = tool({

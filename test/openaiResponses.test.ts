@@ -10,7 +10,7 @@ import { conversationsOf, expectOneRun, runsOf } from './support/v2Side';
  * sequence numbers, background runs polled and resumed, and cancel.
  */
 const api = useApi();
-const SCOPES = ['responses:create', 'messages:create'];
+const SCOPES = ['responses:create', 'messages:create', 'conversations:create'];
 
 const client = (t: Tenant) => new OpenAI({ baseURL: `${api.url}/v1`, apiKey: t.key, maxRetries: 0 });
 

@@ -1,4 +1,5 @@
-import { invalidRequest } from '../../domain/errors';
+import { invalidRequest, ServiceError } from '../../domain/errors';
+import { MAX_ACTION_OUTPUT_CHARS } from '../../domain/actions';
 import { hasPrefix, mintedAtSeconds } from '../../domain/ids';
 import type { CallerExchange, OutputItem, ResponseFormat, RunOptions, RunResponse } from '../../domain/runs';
 import type { ToolCall } from '../../domain/tools';
@@ -48,7 +49,7 @@ export function exchangeOf(messages: ChatMessageIn[]): { input: string; exchange
     const where = `messages[${i}]`;
     if (m.role === 'system' || m.role === 'developer') instructions.push(textOf(m.content, where));
     else if (m.role === 'user') history.push({ role: 'user', content: textOf(m.content, where) });
-    else if (m.role === 'tool') history.push({ role: 'tool', content: textOf(m.content, where), tool_call_id: m.tool_call_id ?? '' });
+    else if (m.role === 'tool') history.push({ role: 'tool', content: cappedToolOutput(textOf(m.content, where), where, 'messages'), tool_call_id: m.tool_call_id ?? '' });
     else if (m.tool_calls?.length) history.push({ role: 'assistant', content: textOf(m.content, where) || null, tool_calls: m.tool_calls.map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments })) });
     else history.push({ role: 'assistant', content: textOf(m.content, where) || (m.refusal ?? '') });
   });
@@ -104,6 +105,29 @@ export function toolCallsOf(run: RunResponse): ToolCall[] {
 }
 
 /**
+ * A tool's output sent back (a `tool` message, a `function_call_output` item), capped as /api/v2
+ * caps a client tool's: it goes to the model as an HTTP tool's answer does.
+ */
+export function cappedToolOutput(output: string, where: string, param: string): string {
+  if (output.length > MAX_ACTION_OUTPUT_CHARS) throw invalidRequest(`${where}: a tool's output is at most ${MAX_ACTION_OUTPUT_CHARS} characters (16 KiB), as on /api/v2; this one has ${output.length}.`, param);
+  return output;
+}
+
+/** A client-run tool's output for the call `callId` names (`run_….call_…`, as toolCallsOf gave it out). */
+export function toolOutputOf(callId: string, output: string, where: { item: string; idField: string }, param: string): { runId: string; answer: { call_id: string; output: string } } {
+  const [runId, call] = callId.split('.', 2);
+  if (!call || !hasPrefix('run', runId)) throw invalidRequest(`${where.item}.${where.idField} must name a tool call this service gave out.`, param);
+  return { runId, answer: { call_id: call, output: cappedToolOutput(output, where.item, param) } };
+}
+
+/** The one run that answers name (a request answers the calls of one response at a time). */
+export function oneRun(answers: { runId: string }[], param: string): string {
+  const runId = answers[0].runId;
+  if (answers.some((a) => a.runId !== runId)) throw invalidRequest('The answers are for calls of different responses: answer one at a time.', param);
+  return runId;
+}
+
+/**
  * The outputs a request brings for a run's client-run tool calls: the tool messages that end it, each
  * naming a call the service gave out. Undefined when the request does not end with them (a new run).
  */
@@ -111,14 +135,22 @@ export function toolOutputsOf(messages: ChatMessageIn[]): { runId: string; outpu
   let first = messages.length;
   while (first > 0 && messages[first - 1].role === 'tool') first--;
   if (first === messages.length) return undefined;
-  const outputs = messages.slice(first).map((m, i) => {
-    const [runId, callId] = (m.tool_call_id ?? '').split('.', 2);
-    if (!callId || !hasPrefix('run', runId)) throw invalidRequest(`messages[${first + i}].tool_call_id must name a tool call this service gave out.`, 'messages');
-    return { runId, call_id: callId, output: textOf(m.content, `messages[${first + i}]`) };
-  });
-  const runId = outputs[0].runId;
-  if (outputs.some((o) => o.runId !== runId)) throw invalidRequest('The tool messages answer calls of different responses: answer one at a time.', 'messages');
-  return { runId, outputs: outputs.map(({ call_id, output }) => ({ call_id, output })) };
+  const outputs = messages.slice(first).map((m, i) => toolOutputOf(m.tool_call_id ?? '', textOf(m.content, `messages[${first + i}]`), { item: `messages[${first + i}]`, idField: 'tool_call_id' }, 'messages'));
+  return { runId: oneRun(outputs, 'messages'), outputs: outputs.map((o) => o.answer) };
+}
+
+/**
+ * A run still waiting for an approver when the request's wait ends: a chat completion has no shape
+ * for it and must not look like an answer, so it is an error naming the run and where to go on. Not
+ * retried by the SDKs (`x-should-retry`): a retry would wait on the same approver.
+ */
+export function waitingForApprover(run: RunResponse): ServiceError {
+  const calls = (run.required_action?.calls ?? []).filter((c) => c.type === 'approval').map((c) => `${c.tool} (${c.call_id})`);
+  return new ServiceError(
+    'action_required',
+    `Run ${run.id} waits for an approver's decision on ${calls.join(', ')}, not given within this request's wait. Decide at POST /api/v2/runs/${run.id}/actions; its answer is then at GET /api/v2/runs/${run.id}.`,
+    { 'x-should-retry': 'false' },
+  );
 }
 
 /** A run as OpenAI's chat.completion object; `model` as the caller named the agent, the id the run's. */

@@ -54,7 +54,7 @@ export const v1: Resource = {
     ),
     Response: {
       type: 'object',
-      description: "A run as OpenAI's response object: `id` is the run's, `status` from the run's (`queued`, `in_progress`, `completed`, `failed`, `cancelled`; `incomplete` when the answer stopped at its output cap, with `incomplete_details`), `output` one assistant message (or the function calls of the agent's client-run tools), `usage` with cached tokens.",
+      description: "A run as OpenAI's response object: `id` is the run's, `status` from the run's (`queued`, `in_progress`, `completed`, `failed`, `cancelled`; `incomplete` when the answer stopped at its output cap, with `incomplete_details`; `in_progress` while it waits for an approver), `output` one assistant message, or the calls it waits on: the function calls of the agent's client-run tools, and an `mcp_approval_request` item (`id`, `name`, `arguments`, `server_label`) for each call that waits for an approver, HTTP and MCP tools alike. `usage` with cached tokens.",
       required: ['id', 'object', 'created_at', 'status', 'model', 'output', 'usage'],
       properties: {
         id: string({ description: 'The run id (`run_…`).' }),
@@ -104,7 +104,7 @@ export const v1: Resource = {
         id: 'createResponseV1',
         summary: 'Run an agent as an OpenAI response',
         description:
-          "The agent `model` names runs on `input` (a string, or input items: messages and function call outputs), with `instructions` after the agent's own. Stored (`store`, default true: the key needs `messages:create` as well) it is a turn of a conversation, which `previous_response_id` or `conversation` continues in order; `store: false` is a stateless run. `background: true` answers at once, `queued`. `stream: true` answers the Responses API's events, each with a `sequence_number`.",
+          "The agent `model` names runs on `input` (a string, or input items: messages, function call outputs (at most 16 KiB each) and approval responses), with `instructions` after the agent's own. Stored (`store`, default true: the key needs `messages:create` as well, and `conversations:create` to open a new conversation) it is a turn of a conversation, which `previous_response_id` or `conversation` continues in order; `store: false` is a stateless run. Function call outputs, and `mcp_approval_response` items (`approval_request_id`, `approve`, with `previous_response_id` naming the response waiting), continue the run whose calls they answer. `background: true` answers at once, `queued`. `stream: true` answers the Responses API's events, each with a `sequence_number`.",
         tag: 'OpenAI-compatible',
         access: ACCESS,
         wire: 'openai',
@@ -115,7 +115,7 @@ export const v1: Resource = {
             content: { 'application/json': { schema: ref('Response') }, 'text/event-stream': { schema: { type: 'string' } as JsonSchema } },
           },
         },
-        errors: [...EXECUTION_ERRORS, 'conversation_not_found', 'conversation_busy', 'run_not_found'],
+        errors: [...EXECUTION_ERRORS, 'conversation_not_found', 'conversation_busy', 'run_not_found', 'action_not_found', 'action_not_pending'],
       }),
     },
     '/v1/responses/{response_id}': {
@@ -151,7 +151,7 @@ export const v1: Resource = {
         id: 'createChatCompletion',
         summary: 'Run an agent as an OpenAI chat completion',
         description:
-          "A stateless run of the agent `model` names, through the same pipeline as POST /api/v2/responses. `messages` carry the exchange: the last (a user message) is the input, the earlier ones its history, and system or developer messages follow the agent's own instructions. Fields the service decides are refused with a 400 naming them, except the values that mean unset (docs/api.md, \"The OpenAI-compatible surface\"). Failures are in OpenAI's shape with our code.",
+          "A stateless run of the agent `model` names, through the same pipeline as POST /api/v2/responses. `messages` carry the exchange: the last (a user message) is the input, the earlier ones its history, and system or developer messages follow the agent's own instructions. A `tool` message is at most 16 KiB. A run that waits for an approver holds the request until the decision, within the run's bound; past it, 409 `action_required` names the run. Fields the service decides are refused with a 400 naming them, except the values that mean unset (docs/api.md, \"The OpenAI-compatible surface\"). Failures are in OpenAI's shape with our code.",
         tag: 'OpenAI-compatible',
         access: ACCESS,
         wire: 'openai',
@@ -162,7 +162,7 @@ export const v1: Resource = {
             content: { 'application/json': { schema: ref('ChatCompletion') }, 'text/event-stream': { schema: { type: 'string' } as JsonSchema } },
           },
         },
-        errors: EXECUTION_ERRORS,
+        errors: [...EXECUTION_ERRORS, 'action_required', 'action_not_found', 'action_not_pending', 'run_not_found'],
       }),
     },
   },

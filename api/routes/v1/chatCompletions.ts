@@ -6,7 +6,7 @@ import type { Context } from 'koa';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
-import { chatChunks, chatCompletion, chatExecutionRequest, chatOptions, toolOutputsOf } from '../../openai/chatCompletions';
+import { chatChunks, chatCompletion, chatExecutionRequest, chatOptions, toolCallsOf, toolOutputsOf, waitingForApprover } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
 import type { AppState } from '../../state';
 import { CreateChatCompletion } from './schema';
@@ -28,22 +28,27 @@ export function chatCompletionsRoutes(router: Router<AppState>): void {
       // Tool messages that answer calls the service gave out continue that run: the caller ran the agent's client-run tools.
       const answered = toolOutputsOf(body.messages);
       if (answered) {
-        await continueRun(ctx, answered.runId, answered.outputs, options, { wire });
+        await continueRun(ctx, answered.runId, answered.outputs, options, { wire, holdForApprovers: true });
         if (!wire) answerAsCompletion(ctx, body.model);
         return;
       }
-      const request = chatExecutionRequest(body);
-      if (wire) return execute(ctx, request, { kind: 'response', agentPublicId }, { wire });
-      await execute(ctx, request, { kind: 'response', agentPublicId });
-      answerAsCompletion(ctx, body.model);
+      // Held while the run waits for an approver, as a stream is: a chat completion has no shape for the wait.
+      await execute(ctx, chatExecutionRequest(body), { kind: 'response', agentPublicId }, { wire, holdForApprovers: true });
+      if (!wire) answerAsCompletion(ctx, body.model);
     },
   );
 }
 
-/** The run's answer as a chat completion; a run waiting on its caller's tools answers with its calls, which the caller runs and answers. */
+/**
+ * The run's answer as a chat completion; a run waiting on its caller's tools answers with its calls,
+ * which the caller runs and answers. One still waiting for an approver when the wait ends is never
+ * shown as an answer: it is an error naming the run.
+ */
 function answerAsCompletion(ctx: Context & { state: AppState }, model: string): void {
-  if (ctx.status === 200 || (ctx.status === 202 && (ctx.body as RunResponse).required_action)) {
+  const run = ctx.body as RunResponse;
+  if (ctx.status === 202 && run.required_action && toolCallsOf(run).length === 0) throw waitingForApprover(run);
+  if (ctx.status === 200 || (ctx.status === 202 && run.required_action)) {
     ctx.status = 200;
-    ctx.body = chatCompletion(ctx.body as RunResponse, model);
+    ctx.body = chatCompletion(run, model);
   }
 }

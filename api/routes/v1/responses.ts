@@ -16,10 +16,10 @@ import { requireScope } from '../../credentials';
 import { authorize, workspaceOf } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
 import { validate, type Input } from '../../middleware/validate';
-import { responseFormatOf, toolOutputsOf, V1_TIMEOUT_MS } from '../../openai/chatCompletions';
+import { responseFormatOf, V1_TIMEOUT_MS } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
 import { checkDeclaredTools } from '../../openai/declaredTools';
-import { inputMessages, responseEvents, responseExchange, responseObject } from '../../openai/responses';
+import { callAnswersOf, responseEvents, responseExchange, responseObject } from '../../openai/responses';
 import { runAsItStands } from '../../runs';
 import type { AppState } from '../../state';
 import { relayRunEvents } from '../../streaming';
@@ -64,7 +64,7 @@ function opensConversation(ctx: Ctx, agentPublicId: string) {
   };
 }
 
-/** The run's answer as a response object; one waiting on its caller's tools shows the function calls to run. */
+/** The run's answer as a response object; one waiting on people shows the calls it waits on (function calls, approval requests). */
 function answerAsResponse(ctx: Ctx, shown: Parameters<typeof responseObject>[1]): void {
   if (ctx.status === 200 || (ctx.status === 202 && (ctx.body as RunResponse).required_action)) {
     ctx.status = 200;
@@ -87,12 +87,13 @@ export function responsesV1Routes(router: Router<AppState>): void {
       const store = body.store !== false;
       const background = body.background === true;
       const shown = { model: body.model, store, background, previousResponseId: body.previous_response_id ?? null };
-      // Function call outputs for calls the service gave out continue that run: the caller ran the agent's client-run tools.
+      // Function call outputs and approval responses for calls the service gave out continue that run:
+      // the caller ran the agent's client-run tools, or decided on its approvals.
       const stream = body.stream === true;
-      const answered = toolOutputsOf(inputMessages(body));
+      const answered = callAnswersOf(body);
       if (answered) {
         const wire = stream ? responseEvents({ runId: () => answered.runId, ...shown, structured: false }) : undefined;
-        await continueRun(ctx, answered.runId, answered.outputs, { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: { type: 'text' } }, { wire });
+        await continueRun(ctx, answered.runId, answered.answers, { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: { type: 'text' } }, { wire });
         if (!wire) answerAsResponse(ctx, shown);
         return;
       }
@@ -113,6 +114,8 @@ export function responsesV1Routes(router: Router<AppState>): void {
         options: { knowledgePolicy: 'auto' as const, memoryPolicy: store ? ('auto' as const) : ('none' as const), toolPolicy: 'auto' as const, preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: format },
       };
       const conversation = store ? await conversationFor(ctx, body) : undefined;
+      // Opening one is creating a conversation, as POST /api/v2/conversations is.
+      if (store && !conversation) requireScope(ctx.state.principal!, ['conversations:create']);
       if (conversation && conversation.agentPublicId !== agentPublicId) throw invalidRequest(`model: the conversation continued is ${conversation.agentPublicId ?? 'no agent'}'s; a different agent is refused.`, 'model');
       const target = !store
         ? { kind: 'response' as const, agentPublicId }

@@ -122,13 +122,17 @@ function openAiRequest<T extends object>(body: yup.Schema<T>) {
 export const CreateChatCompletion = openAiRequest(chatCompletionBody);
 
 const inputItem = yup.object({
-  type: yup.string().oneOf(['message', 'function_call', 'function_call_output'] as const),
+  type: yup.string().oneOf(['message', 'function_call', 'function_call_output', 'mcp_approval_response'] as const),
   role: yup.string().oneOf(['system', 'developer', 'user', 'assistant'] as const),
   content,
   call_id: yup.string().max(200),
   name: yup.string().max(200),
   arguments: yup.string(),
   output: yup.string(),
+  // An mcp_approval_response: the decision on an mcp_approval_request of the response it continues.
+  approval_request_id: yup.string().max(400),
+  approve: yup.boolean(),
+  reason: yup.string().max(1000).nullable(),
 });
 
 const responseBody = yup.object({
