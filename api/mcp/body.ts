@@ -1,5 +1,7 @@
 import type { Context } from 'koa';
-import { readBody } from '../readBody';
+import { ValidationError } from 'yup';
+import { readBody } from '../middleware/readBody';
+import { McpMessage } from '../routes/mcp/schema';
 import { JSONRPC, TransportError, type JsonRpcRequest } from './protocol';
 
 /** One JSON-RPC message is small; tool arguments carry at most an execution request's body. */
@@ -19,16 +21,16 @@ export async function readJsonRpc(ctx: Context): Promise<JsonRpcRequest | undefi
     throw new TransportError(400, JSONRPC.parseError, 'The body is not valid JSON.');
   }
   if (Array.isArray(message)) throw new TransportError(400, JSONRPC.invalidRequest, 'JSON-RPC batches are not supported: send one message per POST.');
-  if (message === null || typeof message !== 'object' || (message as { jsonrpc?: unknown }).jsonrpc !== '2.0') {
-    throw new TransportError(400, JSONRPC.invalidRequest, 'The body must be one JSON-RPC 2.0 message.');
-  }
+  if (message === null || typeof message !== 'object') throw new TransportError(400, JSONRPC.invalidRequest, 'The body must be one JSON-RPC 2.0 message.');
   const m = message as Record<string, unknown>;
+  try {
+    McpMessage.validateSync(m, { abortEarly: true });
+  } catch (err) {
+    if (err instanceof ValidationError) throw new TransportError(400, JSONRPC.invalidRequest, err.errors[0]);
+    throw err;
+  }
   if (!('id' in m) || !('method' in m)) return undefined;
-  if ((typeof m.id !== 'string' && !Number.isSafeInteger(m.id)) || typeof m.method !== 'string') {
-    throw new TransportError(400, JSONRPC.invalidRequest, 'A request has a string or integer id and a string method.');
-  }
-  if (m.params !== undefined && (m.params === null || typeof m.params !== 'object' || Array.isArray(m.params))) {
-    throw new TransportError(400, JSONRPC.invalidRequest, 'params must be an object.');
-  }
+  // A request names both (a null id or method would be a notification's or a response's).
+  if (m.id === undefined || m.method === undefined) throw new TransportError(400, JSONRPC.invalidRequest, 'A request has a string or integer id and a string method.');
   return m as unknown as JsonRpcRequest;
 }

@@ -1,6 +1,7 @@
 import { HANDSHAKE_REVISIONS, JSONRPC, SUPPORTED_REVISIONS } from '../../mcp/protocol';
 import { anyObject, closed, constant, integer, string } from '../jsonSchema';
-import { json, jsonBody, operation, type Resource } from '../operation';
+import { PostMcp } from '../../routes/mcp/schema';
+import { json, operation, type Resource } from '../operation';
 
 const id = { type: ['string', 'integer'] };
 const rpcError = closed({ jsonrpc: constant('2.0'), id: { type: ['string', 'integer', 'null'] }, error: closed({ code: integer(), message: string(), data: {} }, { optional: ['data'] }) });
@@ -40,9 +41,7 @@ export const mcp: Resource = {
         tag: 'MCP',
         access: { credential: 'mcp' },
         parameters: [REVISION_HEADER, mirrored('Mcp-Method', 'the body\'s `method`'), mirrored('Mcp-Name', 'the body\'s `params.name`')],
-        body: jsonBody(
-          closed({ jsonrpc: constant('2.0'), id, method: string(), params: anyObject(), result: {}, error: {} }, { required: ['jsonrpc'], description: 'A request (id and method), a notification (method, no id) or a response.' }),
-        ),
+        request: PostMcp,
         responses: {
           '200': json('The reply: a result, or (handshake era) a JSON-RPC error such as an unknown method.', { oneOf: [rpcResult, rpcError] }),
           '202': { description: 'A notification or a response: accepted, nothing to answer (empty body).' },
