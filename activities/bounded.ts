@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { timedOut, type Deadline } from '../domain/runs';
-import { HEARTBEAT_INTERVAL_MS } from '../workflows/timings';
+import { HEARTBEAT_INTERVAL_MS } from '../domain/timings';
 
 
 /**

@@ -1,11 +1,11 @@
-import { subscriber } from '../db/redis';
+import { subscriber } from '../infra/redis';
 import { RUN_CANCEL_PATTERN } from '../domain/streamEvents';
 import { logger } from '../infra/logger';
 
 const watchers = new Map<string, Set<AbortController>>();
 let listening: Promise<unknown> | undefined;
 
-/** This process hears every run's cancel announcement (api/cancelRun.ts) on one pattern subscription. */
+/** This process hears every run's cancel announcement (runs/cancelRun.ts) on one pattern subscription. */
 function listen(): Promise<unknown> {
   if (listening) return listening;
   const connection = subscriber();

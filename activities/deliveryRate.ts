@@ -1,8 +1,8 @@
 import type Redis from 'ioredis';
 import { ReplyError } from 'ioredis';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { logger } from '../infra/logger';
-import { MAX_HOLD_MS } from '../workflows/timings';
+import { MAX_HOLD_MS } from '../domain/timings';
 
 /** A held delivery that has not asked again this long (or as long as it was told to wait, if longer) after its turn is forgotten: its workflow is gone. */
 const FORGET_AFTER_MS = 10_000;

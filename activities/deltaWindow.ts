@@ -1,7 +1,7 @@
-import { DELTA_WINDOW_MS } from '../workflows/timings';
+import { DELTA_WINDOW_MS } from '../domain/timings';
 
 /**
- * A streamed reply's chunks on their way to the run's event stream (workflows/timings.ts,
+ * A streamed reply's chunks on their way to the run's event stream (domain/timings.ts,
  * DELTA_WINDOW_MS): a chunk goes at once when none went in the last window, and chunks that come
  * within a window go together, as one delta, at its end. What a client reads joins to the same text;
  * it reads it in fewer, longer deltas.

@@ -8,10 +8,10 @@ import { releaseReservation } from '../db/creditReservations';
 import { extractionById } from '../db/extractions';
 import { cancelQueuedItems, itemDone, itemRunning, itemWithdrawn, itemsFrom, jobById, jobCounts, jobCreator, finishJobRecord, startJobRecord } from '../db/jobs';
 import { ingestionById } from '../db/knowledgeIngestions';
-import { createExtraction } from '../api/extractions';
-import { createIngestion } from '../api/ingestions';
-import { planRun } from '../api/planRun';
-import { parseExecutionRequest } from '../api/validation/runtimeInput';
+import { createExtraction } from '../planning/extractions';
+import { createIngestion } from '../planning/ingestions';
+import { planRun } from '../planning/planRun';
+import { parseExecutionRequest } from '../contract/runtimeInput';
 import { heartbeating } from './bounded';
 
 /** How often a joined ingestion is looked at. */

@@ -12,7 +12,7 @@ import { AnswerTooLarge } from '../infra/cappedFetch';
 import { TargetRefused } from '../infra/outboundTarget';
 import { callSignal, deadlineFailure } from './bounded';
 import { asToolCall } from './tools';
-import { TOOL_REQUEST_TIMEOUT_MS } from '../workflows/timings';
+import { TOOL_REQUEST_TIMEOUT_MS } from '../domain/timings';
 
 /**
  * Remote MCP servers' tools for a run (docs/api.md, "MCP servers as tools"). What crosses Temporal

@@ -9,7 +9,7 @@ import { RunEvents } from './runEvents';
 import { untilAvailable } from './untilAvailable';
 import { DeltaWindow } from './deltaWindow';
 import { watchCancel } from './cancelNotices';
-import { CANCEL_CONFIRM_FIRST_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
+import { CANCEL_CONFIRM_FIRST_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../domain/timings';
 import { recentMessages } from '../db/messages';
 import { providerFormat } from './providers/responseFormat';
 import { countedUsage } from './tokenCount';

@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { claimDelivery, fanOutEvents, staleClaims, unstartedDeliveries, type DeliveryToStart } from '../db/webhookDeliveries';
 import { config } from '../infra/config';
 import { temporal } from '../infra/temporalClient';
-import { DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_IDLE_POLL_MS } from '../workflows/timings';
+import { DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_IDLE_POLL_MS } from '../domain/timings';
 import { pacedHeartbeat } from './bounded';
 import { startDelivery } from '../workflows/webhookDelivery.client';
 

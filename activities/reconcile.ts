@@ -11,7 +11,7 @@ import { failNeverStarted, queuedOlderThan } from '../db/unstartedWork';
 import { settleRun } from './runs';
 import { wakeNextTurn } from './turns';
 import { purgeCancelRequests } from '../db/runCancelRequests';
-import { MAX_RUN_TIMEOUT_MS, RUN_EXECUTION_MARGIN_MS } from '../workflows/timings';
+import { MAX_RUN_TIMEOUT_MS, RUN_EXECUTION_MARGIN_MS } from '../domain/timings';
 
 /** How many open runs one activity looks at; the workflow asks again while a batch comes back full. */
 const BATCH = 100;

@@ -2,7 +2,7 @@ import { logger } from '../infra/logger';
 import { RUN_EVENTS_MAX_LEN, RUN_EVENTS_TTL_S, runEventsKey, runChannel, STREAM_MOVED, WAITING, type StreamEventType } from '../domain/streamEvents';
 import type { ChainableCommander } from 'ioredis';
 import type Redis from 'ioredis';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { inTurnBatch } from '../db/redisBatch';
 import type { RunOutcome, RunResponse } from '../domain/runs';
 

@@ -8,7 +8,7 @@ import type { Deadline } from '../domain/runs';
 import type { StreamEventType } from '../domain/streamEvents';
 import { callSignal, deadlineFailure } from './bounded';
 import { RunEvents } from './runEvents';
-import { TOOL_REQUEST_TIMEOUT_MS } from '../workflows/timings';
+import { TOOL_REQUEST_TIMEOUT_MS } from '../domain/timings';
 
 export interface ToolInvocation {
   runId: string;

@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { unavailableDependency } from '../infra/dependencyErrors';
 import { dependencyRetried } from '../infra/dependencyOutages';
-import { DEPENDENCY_RETRY_FIRST_MS, DEPENDENCY_RETRY_MAX_MS } from '../workflows/timings';
+import { DEPENDENCY_RETRY_FIRST_MS, DEPENDENCY_RETRY_MAX_MS } from '../domain/timings';
 
 export const GAVE_UP = 'gave up waiting for a dependency: its outage outlasted the deadline';
 

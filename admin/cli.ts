@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { ValidationError } from 'yup';
 import { ServiceError } from '../domain/errors';
 import { closeDb } from '../db/sequelize';
-import { closeRedis } from '../db/redis';
+import { closeRedis } from '../infra/redis';
 import * as admin from './commands';
 import { watchJob } from './jobWatch';
 

@@ -6,7 +6,7 @@ import { findAgent, insertAgent, publishAgentDraft, setAgentStatus as writeAgent
 import { insertKey, revokeKey as writeRevocation } from '../db/apiKeys';
 import { findPartner, insertPartner } from '../db/partners';
 import { creditWorkspace as addCredits, findWorkspace, insertWorkspace } from '../db/workspaces';
-import { parseAgentConfig } from '../api/validation/agentConfig';
+import { parseAgentConfig } from '../contract/agentConfig';
 import { ROLES, SETUP_TTL_MS, isRole, secretToken, tokenHash } from '../domain/members';
 import { insertMember, revokeMember as writeMemberRevocation } from '../db/members';
 import { deleteSecret as removeSecret, listSecrets as workspaceSecrets, putSecret } from '../db/workspaceSecrets';
@@ -14,7 +14,7 @@ import { isSecretName, isSecretOrigin, isSecretValue, SECRET_NAME_MESSAGE, SECRE
 import { revokeAccount } from '../db/oauthModels';
 import { transaction } from '../db/sql';
 import { config } from '../infra/config';
-import { announceKey } from '../api/liveKeyFilter';
+import { announceKey } from '../callers/liveKeyFilter';
 
 /** A refusal the CLI prints as an error object and exits non-zero on. */
 export class AdminError extends Error {}
@@ -89,7 +89,7 @@ async function createKey(kind: KeyKind, owner: { workspaceId?: number; partnerId
     scopes,
     expiresAt,
   });
-  // Every API instance admits it from an address that others' failures throttled (api/liveKeyFilter.ts).
+  // Every API instance admits it from an address that others' failures throttled (callers/liveKeyFilter.ts).
   await announceKey(hash);
   return { id: publicId, key, scopes, environment, expires_at: expiresAt?.toISOString() ?? null, name };
 }

@@ -10,7 +10,7 @@ import { oauthRouter } from './oauth/router';
 import { mcpRouter } from './routes/mcp/mcp';
 import { errorEnvelope } from './middleware/errorEnvelope';
 import { jsonBody } from './middleware/jsonBody';
-import type { Schemas } from './middleware/validate';
+import type { Schemas } from '../contract/parse';
 import { requestContext } from './middleware/requestContext';
 import { agentsRoutes } from './routes/agents/agents';
 import { codecRoutes } from './routes/codec/codec';
@@ -35,7 +35,7 @@ import { openapiRoutes } from './routes/openapi/openapi';
 import { chatCompletionsRoutes } from './routes/v1/chatCompletions';
 import { modelsRoutes } from './routes/v1/models';
 import { responsesV1Routes } from './routes/v1/responses';
-import type { AppState } from './state';
+import type { AppState } from './middleware/state';
 
 /** The API's routers: uploads stream their raw bytes to storage, so they are routed before the JSON body parser reads anything. */
 function routers(): { rawBody: Router<AppState>; json: Router<AppState> } {

@@ -3,12 +3,12 @@ import { config } from '../infra/config';
 import { logger } from '../infra/logger';
 import { checkStartup } from '../infra/startupChecks';
 import { closeDb } from '../db/sequelize';
-import { closeRedis } from '../db/redis';
+import { closeRedis } from '../infra/redis';
 import { closeTemporal } from '../infra/temporalClient';
 import { stopTracing } from '../infra/tracing';
 import type { RunningWorkers } from '../workers/worker';
 import { createApp } from './app';
-import { beginShutdown, endStreams } from './shutdown';
+import { beginShutdown, endStreams } from './execution/shutdown';
 
 /**
  * A deploy's SIGTERM, in the order a load balancer needs: readiness fails at once; after

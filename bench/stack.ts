@@ -14,10 +14,11 @@ import { Children, ProcessSampler, waitFor } from './processes';
 import { BenchStub } from './stubProvider';
 import { EVERYTHING_BIN } from '../test/support/mcpEverything';
 import { profileGoProcess } from './temporalProfile';
+import { QUEUES } from '../workflows/registry';
 
 export const FLOOR_QUEUE = 'bench-floor';
 export const PROFILE_DIR = path.join(PROJECT_ROOT, 'bench/results/profiles');
-const SERVICE_QUEUE = 'agent-runs';
+const SERVICE_QUEUE = QUEUES.runs;
 const COLLECTION = 'bench';
 /** Per 60 s window: far above what the load can send, so no request is refused, yet every limiter check still runs. */
 const RATE_LIMIT = '1000000000';

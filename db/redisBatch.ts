@@ -1,5 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
-import { redis } from './redis';
+import { redis } from '../infra/redis';
 
 type Replies = [Error | null, unknown][];
 

@@ -40,7 +40,7 @@ export function runChannel(runId: string): string {
 
 /**
  * Published on a run's channel, as is (not JSON), with each entry appended to its stream: the API
- * relaying the stream reads it at once (api/runStreamReader.ts).
+ * relaying the stream reads it at once (runs/runStreamReader.ts).
  */
 export const STREAM_MOVED = 'moved';
 

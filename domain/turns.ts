@@ -8,7 +8,7 @@ export type ConcurrencyPolicy = (typeof CONCURRENCY_POLICIES)[number];
 /**
  * A conversation holds at most this many open turns; one more is refused (conversation_busy) under
  * any policy. Ten turns of the longest timeout_ms fit well inside one run's execution margin
- * (workflows/timings.ts), so a queued turn never outwaits its own workflow.
+ * (domain/timings.ts), so a queued turn never outwaits its own workflow.
  */
 export const MAX_OPEN_TURNS = 10;
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { API_WAIT_GRACE_MS, WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
+import { API_WAIT_GRACE_MS, WORKER_SHUTDOWN_GRACE_MS } from '../domain/timings';
 import { temporalConnectionOptions, type TemporalConnectionOptions } from './temporalConnection';
 
 /** The operator contract's environment variables (DESIGN.md §3), read once with their defaults. */

@@ -10,7 +10,7 @@ let asking: Promise<number> | undefined;
  * The model's context window, in tokens: what one call's prompt and output share. MODEL_CONTEXT_TOKENS
  * when set; otherwise llama.cpp's server (the embedded model) reports its slot's size at /props, asked
  * once per process; any other provider is taken to have DEFAULT_CONTEXT_TOKENS. A run is planned with
- * this figure (api/planRun.ts) and keeps it: its hold and its calls' output caps use the same one.
+ * this figure (runs/planRun.ts) and keeps it: its hold and its calls' output caps use the same one.
  */
 export function modelWindow(): Promise<number> {
   const c = config();

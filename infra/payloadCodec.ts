@@ -1,6 +1,6 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { UNSEALED_METADATA_KEY } from '../workflows/summaries';
+import { UNSEALED_METADATA_KEY } from '../domain/unsealed';
 import { isSealed, open, seal } from './encryption';
 import { reportUnopenable } from './unopenablePayloads';
 

@@ -13,7 +13,7 @@ const UNAVAILABLE = 14;
  * Tries of a call the frontend could not take, in the API: about 1.8 s of the SDK's backoff, not its
  * 25 s, so a request made during a Temporal restart is answered 503 with Retry-After within two
  * seconds (api/middleware/errorEnvelope.ts) instead of hanging. Safe to give up on: such a call never
- * reached the server. Requests already waiting for their runs keep waiting (api/settlements.ts).
+ * reached the server. Requests already waiting for their runs keep waiting (runs/settlements.ts).
  */
 const API_UNAVAILABLE_TRIES = 5;
 

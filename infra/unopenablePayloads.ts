@@ -1,4 +1,4 @@
-import { redis } from '../db/redis';
+import { redis } from './redis';
 import { config } from './config';
 import { logger } from './logger';
 import { payloadOpenFailures } from './metrics';

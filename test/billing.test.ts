@@ -4,7 +4,7 @@ import { beginRun, settleRun } from '../activities/runs';
 import { mintId, mintTraceId } from '../domain/ids';
 import { type RunInput } from '../domain/runs';
 import { ZERO_USAGE } from '../domain/usage';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';
 import { maxRunCost } from '../domain/billing';

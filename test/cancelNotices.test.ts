@@ -1,6 +1,6 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { watchCancel } from '../activities/cancelNotices';
-import { cancelRun } from '../api/cancelRun';
+import { cancelRun } from '../runs/cancelRun';
 import { mintId } from '../domain/ids';
 import { closeAll, until } from './support/stack';
 

@@ -7,7 +7,7 @@ import { Client as Pg } from 'pg';
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { temporal as proto } from '@temporalio/proto';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { activeKeyFingerprint, open, parseKeyRing } from '../infra/encryption';
 import { unopenableMark } from '../infra/unopenablePayloads';
 import { freePort } from '../workers/temporalDevServer';

@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { admitDelivery } from '../activities/deliveryRate';
-import { closeRedis, redis } from '../db/redis';
+import { closeRedis, redis } from '../infra/redis';
 
 afterAll(() => closeRedis());
 

@@ -2,7 +2,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { WORKER_SHUTDOWN_GRACE_MS } from '../workflows/timings';
+import { WORKER_SHUTDOWN_GRACE_MS } from '../domain/timings';
 
 /** The variables the compose file requires (`${VAR:?…}`): it does not render without them. */
 const REQUIRED = { SIGNING_SECRET: 'compose-test-signing-secret-0123456789', PAYLOAD_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 7).toString('base64')}`, METRICS_TOKEN: 'compose-test-metrics-token' };

@@ -3,7 +3,7 @@ import { Connection, Client } from '@temporalio/client';
 import { dataConverter } from '../infra/payloadCodec';
 import { QueryTypes } from 'sequelize';
 import * as admin from '../admin/commands';
-import { forgetCredentials } from '../api/credentials';
+import { forgetCredentials } from '../api/middleware/credentials';
 import { errorEnvelope } from '../api/middleware/errorEnvelope';
 import { requestContext } from '../api/middleware/requestContext';
 import { db } from '../db/sequelize';

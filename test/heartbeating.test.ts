@@ -3,7 +3,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { DefaultLogger } from '@temporalio/worker';
 import { heartbeating, pacedHeartbeat } from '../activities/bounded';
 import { confirmedCancel } from '../activities/model';
-import { CANCEL_CONFIRM_FIRST_MS, HEARTBEAT_INTERVAL_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
+import { CANCEL_CONFIRM_FIRST_MS, HEARTBEAT_INTERVAL_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../domain/timings';
 
 // Jest's clock, moved by the test: each heartbeat's time is exact, however busy the machine.
 beforeEach(() => jest.useFakeTimers());

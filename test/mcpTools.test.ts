@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ValidationError } from 'yup';
-import { parseAgentConfig } from '../api/validation/agentConfig';
+import { parseAgentConfig } from '../contract/agentConfig';
 import { runTimeline } from '../api/dashboard/runTimeline';
 import { resetConfig } from '../infra/config';
 import { targetFetch, TargetRefused, type Resolver } from '../infra/outboundTarget';

@@ -1,6 +1,6 @@
 import * as oauth from 'oauth4webapi';
 import * as admin from '../admin/commands';
-import { forgetCredentials } from '../api/credentials';
+import { forgetCredentials } from '../api/middleware/credentials';
 import { principalFromAccessToken } from '../api/oauth/accessTokens';
 import { resetOAuthProvider } from '../api/oauth/provider';
 import { wwwAuthenticate } from '../api/oauth/resources';

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { QueryTypes } from 'sequelize';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { db } from '../db/sequelize';
 import { hashApiKey } from '../domain/apiKeys';
 import { runEventsKey } from '../domain/streamEvents';

@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { QueryTypes } from 'sequelize';
 import * as admin from '../admin/commands';
-import { RateLimiter, setRateLimiter, type Limits } from '../api/rateLimiter';
+import { RateLimiter, setRateLimiter, type Limits } from '../callers/rateLimiter';
 import { setClock } from '../domain/clock';
 import { db } from '../db/sequelize';
 import { call, closeAll, providerRequests, startApi, tenant, type Answer, type Tenant } from './support/stack';

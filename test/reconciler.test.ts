@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { dataConverter } from '../infra/payloadCodec';
 import { QueryTypes } from 'sequelize';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { reserveCredits } from '../db/creditReservations';
 import { db } from '../db/sequelize';
 import { runEventsKey } from '../domain/streamEvents';

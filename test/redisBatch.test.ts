@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { closeRedis, redis } from '../db/redis';
+import { closeRedis, redis } from '../infra/redis';
 import { inTurnBatch } from '../db/redisBatch';
 
 const key = () => `test:batch:${randomUUID()}`;

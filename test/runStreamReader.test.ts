@@ -1,5 +1,5 @@
-import { runStreams, type StreamEntry } from '../api/runStreamReader';
-import { redis } from '../db/redis';
+import { runStreams, type StreamEntry } from '../runs/runStreamReader';
+import { redis } from '../infra/redis';
 import { mintId } from '../domain/ids';
 import { runEventsKey } from '../domain/streamEvents';
 import { closeAll, until } from './support/stack';

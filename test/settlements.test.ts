@@ -1,6 +1,6 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { RunEvents } from '../activities/runEvents';
-import { listenForSettlement, outcomeOf } from '../api/settlements';
+import { listenForSettlement, outcomeOf } from '../runs/settlements';
 import { mintId } from '../domain/ids';
 import type { RunOutcome } from '../domain/runs';
 import { closeAll, until } from './support/stack';

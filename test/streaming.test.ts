@@ -1,7 +1,7 @@
 import { QueryTypes } from 'sequelize';
 import { resetConfig } from '../infra/config';
 import { runEventsKey } from '../domain/streamEvents';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { db } from '../db/sequelize';
 import { call, callsHeld, closeAll, providerRequests, releaseHeld, scriptModel, startApi, tenant, type Tenant, until } from './support/stack';
 import { allFrames, frames, openStream, TERMINALS, type Frame } from './support/sse';

@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { callTool, toolSecret } from '../activities/tools';
 import { resetConfig } from '../infra/config';
 import { db } from '../db/sequelize';
-import { parseAgentConfig } from '../api/validation/agentConfig';
+import { parseAgentConfig } from '../contract/agentConfig';
 import { costInputOf, maxRunCost } from '../domain/billing';
 import { call, closeAll, providerRequests, scriptModel, startApi, tenant } from './support/stack';
 import { allFrames, openStream } from './support/sse';

@@ -13,7 +13,7 @@ import type { EventType } from '../domain/events';
 import { Outbox } from '../db/outbox';
 import { db } from '../db/sequelize';
 import { sql, statement, transaction } from '../db/sql';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { deliveryForAttempt, fanOutEvents } from '../db/webhookDeliveries';
 import { resealEndpointSecrets } from '../db/webhookEndpoints';
 import { keyRing, parseKeyRing, seal } from '../infra/encryption';

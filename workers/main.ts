@@ -1,4 +1,4 @@
-import { closeRedis } from '../db/redis';
+import { closeRedis } from '../infra/redis';
 import { closeDb } from '../db/sequelize';
 import { logger } from '../infra/logger';
 import { checkStartup } from '../infra/startupChecks';

@@ -5,10 +5,10 @@ import { closeMcpSessions } from '../infra/mcpSessions';
 import { MODEL_CALL_START_LAG } from '../activities/model';
 import { config, metricsServed } from '../infra/config';
 import { logger } from '../infra/logger';
-import { TASK_QUEUES, type TaskQueue } from '../workflows/registry';
+import { QUEUES, TASK_QUEUES, type TaskQueue } from '../workflows/registry';
 import { workflowBundle, workflowSinks } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
-import { CANCEL_CONFIRM_FIRST_MS } from '../workflows/timings';
+import { CANCEL_CONFIRM_FIRST_MS } from '../domain/timings';
 import { countUnopenableWith, reportUnopenable } from '../infra/unopenablePayloads';
 import { resealEndpointSecrets } from '../db/webhookEndpoints';
 import { resealWorkspaceSecrets } from '../db/workspaceSecrets';
@@ -135,12 +135,12 @@ const SERVICE_CODE: WorkerCode = { workflowsPath: require.resolve('../workflows'
  */
 function capacity(taskQueue: string): Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxCachedWorkflows' | 'workflowTaskPollerBehavior' | 'nonStickyToStickyPollRatio'> {
   const w = config().worker;
-  const activities: Record<string, number> = { 'agent-runs': w.inflightRuns, background: w.backgroundActivities, webhooks: w.webhookActivities };
+  const activities: Record<string, number> = { [QUEUES.runs]: w.inflightRuns, [QUEUES.background]: w.backgroundActivities, [QUEUES.webhooks]: w.webhookActivities };
   return {
     maxConcurrentActivityTaskExecutions: activities[taskQueue] ?? w.inflightRuns,
     maxConcurrentWorkflowTaskExecutions: w.workflowTasks,
-    maxCachedWorkflows: taskQueue === 'agent-runs' || !(taskQueue in activities) ? w.cachedRuns : Math.max(100, activities[taskQueue]),
-    ...(taskQueue === 'agent-runs' && { workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: Math.max(2, Math.floor(w.workflowTasks / 2)) }, nonStickyToStickyPollRatio: 0.5 }),
+    maxCachedWorkflows: taskQueue === QUEUES.runs || !(taskQueue in activities) ? w.cachedRuns : Math.max(100, activities[taskQueue]),
+    ...(taskQueue === QUEUES.runs && { workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: Math.max(2, Math.floor(w.workflowTasks / 2)) }, nonStickyToStickyPollRatio: 0.5 }),
   };
 }
 
@@ -181,15 +181,15 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         ...capacity(taskQueue),
         // A deploy's SIGTERM stops polling and lets in-flight activities (model calls) finish instead of cancelling them.
         shutdownGraceTime: c.workerShutdownGraceMs,
-        // Heartbeats reach the server at most this often: an announced cancel's confirmation (workflows/timings.ts says why).
+        // Heartbeats reach the server at most this often: an announced cancel's confirmation (domain/timings.ts says why).
         maxHeartbeatThrottleInterval: CANCEL_CONFIRM_FIRST_MS,
       }),
     ),
   );
   // The reconciler's Schedule comes with the service's background workers, so every deployment has it.
-  if (code === SERVICE_CODE && queues.includes('background')) await ensureReconcileSchedule(await temporal());
+  if (code === SERVICE_CODE && queues.includes(QUEUES.background)) await ensureReconcileSchedule(await temporal());
   // Likewise the outbox dispatcher's Schedule, with the workers that deliver webhooks.
-  const delivers = code === SERVICE_CODE && queues.includes('webhooks');
+  const delivers = code === SERVICE_CODE && queues.includes(QUEUES.webhooks);
   if (delivers) {
     dispatching(true);
     await ensureOutboxDispatcher(await temporal());

@@ -1,9 +1,9 @@
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
 import { longestWaitMs, type ActionAnswer, type ActionOutcome } from '../domain/actions';
 import type { RunInput, RunOutcome, RunResponse } from '../domain/runs';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { runDescribed } from './summaries';
-import { RUN_EXECUTION_MARGIN_MS } from './timings';
+import { RUN_EXECUTION_MARGIN_MS } from '../domain/timings';
 
 /**
  * What an agentRun workflow takes and returns: its starters (agentRun.client.ts, which the
@@ -22,7 +22,7 @@ export const turnEnded = defineSignal('turnEnded');
 export const answerAction = defineUpdate<ActionOutcome, [ActionAnswer]>('answerAction');
 
 /** The queue agentRun workflows run on. */
-export const RUN_QUEUE: TaskQueue = 'agent-runs';
+export const RUN_QUEUE: TaskQueue = QUEUES.runs;
 
 /** What describes a run that no worker has recorded yet (queued): kept in the memo, never decoded from history. */
 export type QueuedRunMemo = Pick<RunResponse, 'agent' | 'agent_version' | 'metadata' | 'request_id' | 'trace_id'> & { conversation?: string };

@@ -16,7 +16,7 @@ import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
 import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type IncompleteReason, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
-import { DEADLINE_GRACE_MS, DEPENDENCY_RETRY_MAX_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from './timings';
+import { DEADLINE_GRACE_MS, DEPENDENCY_RETRY_MAX_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from '../domain/timings';
 import { answerAction, turnEnded } from './agentRun.options';
 import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionStatus, type ActionType, type RequiredCall } from '../domain/actions';
 import { callsLeft, costInputOf, creditsFor, TOOL_RESULT_TOKENS, toolRoundExcess } from '../domain/billing';

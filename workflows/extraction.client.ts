@@ -1,11 +1,11 @@
 import type { Client } from '@temporalio/client';
 import type { extraction, ExtractionInput } from './extraction';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
 import { workDescribed } from './summaries';
 
 /** Everything the API does with extraction workflows: id (the extraction id), queue, search attributes and memo. */
-export const EXTRACTION_QUEUE: TaskQueue = 'background';
+export const EXTRACTION_QUEUE: TaskQueue = QUEUES.background;
 
 /** Starts the extraction's workflow, or leaves the one already started alone (a retried request). */
 export async function startExtractionWorkflow(client: Client, input: ExtractionInput, correlation: { agent: string; requestId: string; traceId: string }): Promise<void> {

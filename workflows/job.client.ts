@@ -1,11 +1,11 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { job, JobInput } from './job';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
 import { workDescribed } from './summaries';
 
 /** Everything the API does with job workflows: id (the job id), queue, search attributes, memo, cancel. */
-export const JOB_QUEUE: TaskQueue = 'background';
+export const JOB_QUEUE: TaskQueue = QUEUES.background;
 
 /** Starts the job's workflow, or leaves the one already started alone (a retried request). */
 export async function startJobWorkflow(client: Client, input: JobInput, correlation: { requestId: string; traceId: string }): Promise<void> {

@@ -6,7 +6,7 @@ import { agentRun } from './agentRun';
 import { runStartOptions } from './agentRun.options';
 import { extraction } from './extraction';
 import { knowledgeIngestion } from './knowledgeIngestion';
-import { SEARCH_ATTRIBUTES } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES } from './registry';
 import { namedActivities } from './namedActivities';
 
 export interface JobInput {
@@ -28,7 +28,7 @@ const { jobWindow, startJobItem, finishJobItem, finishJob } = namedActivities(
 const { awaitIngestion } = namedActivities({ startToCloseTimeout: '1h', heartbeatTimeout: '30s', retry: BOOKKEEPING_RETRY }, { awaitIngestion: 'wait for the joined ingestion' });
 
 const background = (workspace: string, kind: string) => ({
-  taskQueue: 'background',
+  taskQueue: QUEUES.background,
   typedSearchAttributes: [
     { key: SEARCH_ATTRIBUTES.workspaceId, value: workspace },
     { key: SEARCH_ATTRIBUTES.kind, value: kind },

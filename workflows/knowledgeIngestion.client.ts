@@ -1,11 +1,11 @@
 import type { Client } from '@temporalio/client';
 import type { IngestionInput, knowledgeIngestion } from './knowledgeIngestion';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
 import { workDescribed } from './summaries';
 
 /** Everything the API does with knowledgeIngestion workflows: id (the ingestion id), queue, search attributes and memo. */
-export const INGESTION_QUEUE: TaskQueue = 'background';
+export const INGESTION_QUEUE: TaskQueue = QUEUES.background;
 
 /**
  * Starts the ingestion's workflow, or leaves the one already started alone: a request that recorded

@@ -1,12 +1,12 @@
 import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { ensureSchedule } from './ensureSchedule';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { serviceDescribed } from './summaries';
-import { DISPATCH_EVERY_MS } from './timings';
+import { DISPATCH_EVERY_MS } from '../domain/timings';
 
 /** The dispatcher's Schedule: visible, pausable and triggerable under this id in the Temporal UI. */
 export const DISPATCHER_SCHEDULE_ID = 'outbox-dispatcher';
-const QUEUE: TaskQueue = 'webhooks';
+const QUEUE: TaskQueue = QUEUES.webhooks;
 
 /**
  * Creates the dispatcher's Schedule unless it exists (or remakes it under a new payload key), and starts its first run at once: every worker

@@ -1,6 +1,6 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import { DISPATCH_EVERY_MS, DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_PASS_MS } from './timings';
+import { DISPATCH_EVERY_MS, DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_PASS_MS } from '../domain/timings';
 import { unsealed } from './summaries';
 
 /**

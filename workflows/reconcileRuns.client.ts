@@ -1,13 +1,13 @@
 import { ScheduleOverlapPolicy, type Client, type WorkflowResultType } from '@temporalio/client';
 import type { reconcileRuns } from './reconcileRuns';
 import { ensureSchedule } from './ensureSchedule';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { serviceDescribed } from './summaries';
-import { RECONCILE_EVERY_MS } from './timings';
+import { RECONCILE_EVERY_MS } from '../domain/timings';
 
 /** The Schedule that runs the reconciler, visible (and pausable) in the Temporal UI under this id. */
 export const RECONCILE_SCHEDULE_ID = 'reconcile-runs';
-const QUEUE: TaskQueue = 'background';
+const QUEUE: TaskQueue = QUEUES.background;
 
 /**
  * Creates the reconciler's Schedule unless it exists (or remakes it under a new payload key): every worker that polls `background` calls

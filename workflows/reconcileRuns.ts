@@ -1,6 +1,6 @@
 import { patched } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import { RECONCILE_MIN_AGE_MS } from './timings';
+import { RECONCILE_MIN_AGE_MS } from '../domain/timings';
 import { namedActivities } from './namedActivities';
 
 /** One batch looks at up to 100 runs, each a Temporal describe and perhaps a settlement: a minute is ample; retried a few times. */

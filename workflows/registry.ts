@@ -1,8 +1,13 @@
 import { defineSearchAttributeKey } from '@temporalio/common';
 
-/** Task queues (DESIGN.md §1): each kind of work scales with its own workers. */
-export const TASK_QUEUES = ['agent-runs', 'background', 'webhooks'] as const;
-export type TaskQueue = (typeof TASK_QUEUES)[number];
+/**
+ * Task queues (DESIGN.md §1): each kind of work scales with its own workers. Their names are written
+ * here alone (test/house.test.ts): runs, background work (ingestions, reports, extractions, jobs, the
+ * reconciler) and webhooks.
+ */
+export const QUEUES = { runs: 'agent-runs', background: 'background', webhooks: 'webhooks' } as const;
+export type TaskQueue = (typeof QUEUES)[keyof typeof QUEUES];
+export const TASK_QUEUES: readonly TaskQueue[] = Object.values(QUEUES);
 
 /**
  * Search attributes every workflow carries, so an operator can filter the Temporal UI by workspace,

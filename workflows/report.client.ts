@@ -1,11 +1,11 @@
 import type { Client } from '@temporalio/client';
 import type { report, ReportInput } from './report';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
 import { workDescribed } from './summaries';
 
 /** Everything the API does with report workflows: id (the report id), queue, search attributes and memo. */
-export const REPORT_QUEUE: TaskQueue = 'background';
+export const REPORT_QUEUE: TaskQueue = QUEUES.background;
 
 /** Starts the report's workflow, or leaves the one already started alone (a retried request). */
 export async function startReportWorkflow(client: Client, input: ReportInput): Promise<void> {

@@ -3,8 +3,7 @@ import { invalidRequest } from '../domain/errors';
 import type { RunInput } from '../domain/runs';
 import type { OverlapPolicy, ScheduledRunInput } from '../domain/schedules';
 import type { ScheduleRow } from '../db/schedules';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
-import type { scheduledRun } from './scheduledRun';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { unsealed, workDescribed } from './summaries';
 
 /**
@@ -12,7 +11,13 @@ import { unsealed, workDescribed } from './summaries';
  * policies and its action, a scheduledRun workflow on the background queue per firing (Temporal
  * names each `<schedule id>-<fire time>`).
  */
-export const SCHEDULED_RUN_QUEUE: TaskQueue = 'background';
+export const SCHEDULED_RUN_QUEUE: TaskQueue = QUEUES.background;
+
+/**
+ * A firing's workflow as its Schedule starts it, typed by its signature, not by the workflow: an
+ * activity pauses the Schedule through this module, and the workflow's code reaches activities.
+ */
+type ScheduledRunWorkflow = (input: ScheduledRunInput) => Promise<void>;
 
 const OVERLAP = { skip: 'SKIP', buffer_one: 'BUFFER_ONE', allow: 'ALLOW_ALL' } as const satisfies Record<OverlapPolicy, string>;
 
@@ -24,7 +29,7 @@ function specOf(row: ScheduleRow): ScheduleSpec {
 }
 
 function optionsOf(row: ScheduleRow, workspace: RunInput['workspace']) {
-  const action: ScheduleOptionsStartWorkflowAction<typeof scheduledRun> = {
+  const action: ScheduleOptionsStartWorkflowAction<ScheduledRunWorkflow> = {
     type: 'startWorkflow',
     workflowType: 'scheduledRun',
     taskQueue: SCHEDULED_RUN_QUEUE,

@@ -1,8 +1,7 @@
 import { defaultPayloadConverter, RawValue } from '@temporalio/common';
 import type { RunInput } from '../domain/runs';
+import { UNSEALED_METADATA_KEY } from '../domain/unsealed';
 
-/** The payload metadata that tells the codec to leave a payload as it is (infra/payloadCodec.ts). */
-export const UNSEALED_METADATA_KEY = 'aes-unsealed';
 
 /**
  * A value Temporal keeps as it is, readable without the codec: the UI's text (a workflow's summary

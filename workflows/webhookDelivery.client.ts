@@ -1,11 +1,11 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
 import type { WebhookDeliveryInput, WebhookDeliveryWorkflow } from './webhookDelivery.signature';
 import { serviceDescribed } from './summaries';
 
 /** How webhook delivery workflows are started: id, queue, search attributes. */
-export const WEBHOOK_QUEUE: TaskQueue = 'webhooks';
+export const WEBHOOK_QUEUE: TaskQueue = QUEUES.webhooks;
 
 export interface DeliveryStart {
   deliveryId: string;

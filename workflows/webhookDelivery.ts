@@ -1,7 +1,7 @@
 import { continueAsNew, proxyActivities, proxyLocalActivities, sleep, workflowInfo, type RetryPolicy } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { unsealed } from './summaries';
-import { MODEL_HEARTBEAT_TIMEOUT_MS } from './timings';
+import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../domain/timings';
 import type { DeliveryOutcome, WebhookDeliveryInput } from './webhookDelivery.signature';
 
 

@@ -1,10 +1,10 @@
 import type { Client } from '@temporalio/client';
 import type { webhookRecovery, WebhookRecoveryInput } from './webhookRecovery';
-import { SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
 import { serviceDescribed } from './summaries';
 
-const QUEUE: TaskQueue = 'webhooks';
+const QUEUE: TaskQueue = QUEUES.webhooks;
 
 /** Starts a recovery under its own id (`rcv_…`), which the API returns so an operator can follow it. */
 export async function startRecovery(client: Client, input: WebhookRecoveryInput): Promise<void> {

@@ -7,9 +7,9 @@ import type { Scope } from '../../domain/scopes';
 import type { SessionRecord } from '../../db/dashboardSessions';
 import { logger } from '../../infra/logger';
 import { PROJECT_ROOT } from '../../infra/projectRoot';
-import { CSRF_FIELD, currentSession, requireCsrf } from '../sessions';
-import { readBody } from '../readBody';
-import type { AppState } from '../state';
+import { CSRF_FIELD, currentSession, requireCsrf } from '../../callers/sessions';
+import { readBody } from '../middleware/readBody';
+import type { AppState } from '../middleware/state';
 import { dependencyFailure } from '../middleware/errorEnvelope';
 
 /** A dashboard page's state: the signed-in session, and the posted form of a POST. */

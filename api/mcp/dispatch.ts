@@ -1,7 +1,7 @@
 import type { RequestListener } from 'node:http';
 import { ServiceError } from '../../domain/errors';
 import { inject } from 'light-my-request';
-import type { Principal } from '../state';
+import type { Principal } from '../../callers/principal';
 import type { RunResponse } from '../../domain/runs';
 import { insufficientScope } from './challenge';
 import {

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { ServiceError } from '../../domain/errors';
-import type { AppState } from '../state';
+import type { AppState } from './state';
 
 /**
  * A method a known path does not take is 405 with the methods it does take in `Allow` (HTTP's answer,

@@ -2,10 +2,11 @@ import type { Context, Middleware } from 'koa';
 import { isInjection } from 'light-my-request';
 import { ServiceError } from '../../domain/errors';
 import type { Scope } from '../../domain/scopes';
-import { addressRefusedFor, recordAuthFailure } from '../authFailures';
-import { authenticate, requireScope } from '../credentials';
-import { CSRF_HEADER, SESSION_COOKIE, currentSession, requireCsrf, sessionPrincipal } from '../sessions';
-import type { AppState, Principal } from '../state';
+import { addressRefusedFor, recordAuthFailure } from '../../callers/authFailures';
+import { authenticate, requireScope } from './credentials';
+import { CSRF_HEADER, SESSION_COOKIE, currentSession, requireCsrf, sessionPrincipal } from '../../callers/sessions';
+import type { AppState } from './state';
+import { workspaceOf, type Principal } from '../../callers/principal';
 import { enforceRateLimit } from './rateLimit';
 
 /** Reads change nothing and spend nothing: without Redis they are served uncounted (docs/api.md, "Rate limits"). */
@@ -111,8 +112,3 @@ export function partnerOf(principal: Principal | undefined): NonNullable<Princip
   return principal.partner;
 }
 
-/** The caller's workspace; partner credentials act on partner endpoints, not inside a workspace. */
-export function workspaceOf(principal: Principal | undefined): NonNullable<Principal['workspace']> {
-  if (!principal?.workspace) throw new ServiceError('permission_denied', 'This endpoint needs a workspace credential (tgcc_), not a partner credential.');
-  return principal.workspace;
-}

@@ -4,8 +4,8 @@ import { OPENAI_PREFIX, openAiErrorBody } from '../openai/errors';
 import { logger } from '../../infra/logger';
 import { unavailableDependency } from '../../infra/dependencyErrors';
 import { dependencyFailed } from '../../infra/dependencyOutages';
-import { DEPENDENCY_RETRY_AFTER_S } from '../../workflows/timings';
-import type { AppState } from '../state';
+import { DEPENDENCY_RETRY_AFTER_S } from '../../domain/timings';
+import type { AppState } from './state';
 
 /** The one place a failure becomes the spec's error object; anything unexpected discloses nothing. */
 export const errorEnvelope: Middleware<AppState> = async (ctx, next) => {

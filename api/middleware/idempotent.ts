@@ -1,10 +1,10 @@
 import type { Context, Middleware } from 'koa';
 import * as yup from 'yup';
-import { about } from '../validation/about';
+import { about } from '../../contract/about';
 import { ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
-import { claim, fingerprintOf, type StoredResponse } from '../idempotency';
-import type { AppState } from '../state';
+import { claim, fingerprintOf, type StoredResponse } from './idempotency';
+import type { AppState } from './state';
 import { renderFailure } from './errorEnvelope';
 import { idempotentReplays } from '../../infra/metrics';
 

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { invalidRequest } from '../../domain/errors';
-import { readBody } from '../readBody';
-import type { AppState } from '../state';
+import { readBody } from './readBody';
+import type { AppState } from './state';
 
 /** Largest JSON body accepted; structured inputs and schemas fit comfortably. */
 export const MAX_BODY_BYTES = 1024 * 1024;

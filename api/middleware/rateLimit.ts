@@ -1,7 +1,7 @@
 import { ServiceError } from '../../domain/errors';
 import { logger } from '../../infra/logger';
 import { retryAfter } from './errorEnvelope';
-import { rateLimiter, type RateLimiter, type RateLimitSubject } from '../rateLimiter';
+import { rateLimiter, type RateLimiter, type RateLimitSubject } from '../../callers/rateLimiter';
 import { rateLimited } from '../../infra/metrics';
 
 /**

@@ -3,9 +3,9 @@ import { ServiceError } from '../../domain/errors';
 import { InvalidGrant, verifyGrant, type GrantPurpose } from '../../domain/grants';
 import { findGrantedDocument } from '../../db/documents';
 import { config } from '../../infra/config';
-import { addressRefusedFor, recordAuthFailure } from '../authFailures';
-import type { AppState } from '../state';
-import { notFound } from '../tenancy';
+import { addressRefusedFor, recordAuthFailure } from '../../callers/authFailures';
+import type { AppState } from './state';
+import { notFound } from '../../callers/tenancy';
 
 /**
  * The access step of the token-addressed transfer endpoints, in place of authorize(): the token in

@@ -4,7 +4,7 @@ import { mintId } from '../../domain/ids';
 import { logger } from '../../infra/logger';
 import { httpDuration, httpRequests } from '../../infra/metrics';
 import { startTracing } from '../../infra/tracing';
-import type { AppState } from '../state';
+import type { AppState } from './state';
 
 /** Probes and scrapes: neither logged nor traced (a load balancer's every few seconds would drown both). */
 const QUIET = new Set(['/healthz', '/readyz', '/metrics']);

@@ -1,8 +1,8 @@
 import { ROLE_SCOPES } from '../../domain/members';
 import { isScope, isStaffScope, type Scope } from '../../domain/scopes';
 import { findLiveMember } from '../../db/members';
-import { memberPrincipal } from '../memberPrincipal';
-import type { Principal } from '../state';
+import { memberPrincipal } from '../../callers/memberPrincipal';
+import type { Principal } from '../../callers/principal';
 import { oauthProvider } from './provider';
 import { resourceOf, type Audience } from './resources';
 

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
-import { RateLimiter } from '../rateLimiter';
+import { RateLimiter } from '../../callers/rateLimiter';
 import { enforceRateLimit } from '../middleware/rateLimit';
-import type { AppState } from '../state';
+import type { AppState } from '../middleware/state';
 
 /** Per client address and minute: generous for a person connecting clients, a wall for a script filling tables. */
 const PER_ADDRESS_PER_MINUTE = 30;

@@ -3,8 +3,8 @@ import { MAX_ACTION_OUTPUT_CHARS } from '../../domain/actions';
 import { hasPrefix, mintedAtSeconds } from '../../domain/ids';
 import type { CallerExchange, OutputItem, ResponseFormat, RunOptions, RunResponse } from '../../domain/runs';
 import type { ToolCall } from '../../domain/tools';
-import { parseResponseFormat, type ExecutionRequest } from '../validation/runtimeInput';
-import type { StreamWire } from '../streaming';
+import { parseResponseFormat, type ExecutionRequest } from '../../contract/runtimeInput';
+import type { StreamWire } from '../execution/streaming';
 import { openAiErrorBody } from './errors';
 import type { ChatCompletionBody, ChatMessageIn } from '../routes/v1/schema';
 

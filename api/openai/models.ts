@@ -1,4 +1,4 @@
-import { notFound } from '../tenancy';
+import { notFound } from '../../callers/tenancy';
 import { ServiceError } from '../../domain/errors';
 import { hasPrefix } from '../../domain/ids';
 import { agentNamed, type ModelListing } from '../../db/agents';

@@ -1,6 +1,6 @@
 import type { ErrorCode } from '../../domain/errors';
 import type { Scope } from '../../domain/scopes';
-import { schemaOf, type Schemas } from '../middleware/validate';
+import { schemaOf, type Schemas } from '../../contract/parse';
 import { errorResponses } from './errors';
 import type { JsonSchema } from './jsonSchema';
 import { jsonSchemaOf } from './requestSchema';

@@ -8,7 +8,7 @@ import { closeDb, db } from '../../db/sequelize';
 import { transaction } from '../../db/sql';
 import { claimDelivery } from '../../db/webhookDeliveries';
 import { insertEndpoint } from '../../db/webhookEndpoints';
-import { closeRedis } from '../../db/redis';
+import { closeRedis } from '../../infra/redis';
 
 /**
  * Writes a partner's data into the database DATABASE_URL names, as a deployment of its own would

@@ -16,7 +16,7 @@ export default async function globalTeardown(): Promise<void> {
   const stack = (globalThis as { __stack?: StackHandles }).__stack;
   if (!stack) return;
   await stack.workers.shutdown();
-  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis'), import('../../infra/temporalClient')]);
+  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../infra/redis'), import('../../infra/temporalClient')]);
   await Promise.all([closeDb(), closeRedis(), closeTemporal()]);
   await stack.stub.stop();
   await Promise.all([stop(stack.temporal), stop(stack.s3), stop(stack.model)]);

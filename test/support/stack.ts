@@ -78,7 +78,7 @@ export async function inOneRateWindow<T>(fn: () => Promise<T>): Promise<T> {
 
 /** Closes every pool this test file opened, so jest can exit cleanly. */
 export async function closeAll(): Promise<void> {
-  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../db/redis'), import('../../infra/temporalClient')]);
+  const [{ closeDb }, { closeRedis }, { closeTemporal }] = await Promise.all([import('../../db/sequelize'), import('../../infra/redis'), import('../../infra/temporalClient')]);
   await Promise.all([closeDb(), closeRedis(), closeTemporal()]);
 }
 

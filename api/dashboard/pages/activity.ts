@@ -1,7 +1,7 @@
 import type { ParsedUrlQuery } from 'node:querystring';
 import type Router from '@koa/router';
 import { decodeCursor } from '../../../domain/cursor';
-import { listPage } from '../../listPage';
+import { listPage } from '../../routes/listPage';
 import type { IdKind } from '../../../domain/ids';
 import { conversationPage } from '../../../db/conversations';
 import { logPage } from '../../../db/runLogs';

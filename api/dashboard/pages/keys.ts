@@ -4,7 +4,7 @@ import { ServiceError } from '../../../domain/errors';
 import { ROLE_SCOPES } from '../../../domain/members';
 import { AdminError, createWorkspaceKey, revokeKey } from '../../../admin/commands';
 import { findWorkspaceKey, workspaceKeys } from '../../../db/apiKeys';
-import { forgetCredentials } from '../../credentials';
+import { forgetCredentials } from '../../middleware/credentials';
 import { memberPage, render, type PageContext, type PageState } from '../page';
 
 async function keysPage(ctx: PageContext, extra: Record<string, unknown> = {}, status = 200): Promise<void> {

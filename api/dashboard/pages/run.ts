@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import { runDetail } from '../../../db/runs';
 import { config } from '../../../infra/config';
-import { notFound } from '../../tenancy';
+import { notFound } from '../../../callers/tenancy';
 import { memberPage, render, type PageState } from '../page';
 import { runTimeline } from '../runTimeline';
 

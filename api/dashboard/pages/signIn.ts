@@ -4,8 +4,8 @@ import { timingSafeEqual } from 'node:crypto';
 import { ServiceError } from '../../../domain/errors';
 import { MIN_PASSWORD_LENGTH, hashPassword, secretToken, tokenHash, verifyPassword } from '../../../domain/members';
 import { completeSetup, findMemberByEmail, findMemberBySetupToken } from '../../../db/members';
-import { addressRefusedFor, recordAuthFailure } from '../../authFailures';
-import { CSRF_FIELD, currentSession, finishSession, secureCookies, startSession } from '../../sessions';
+import { addressRefusedFor, recordAuthFailure } from '../../../callers/authFailures';
+import { CSRF_FIELD, currentSession, finishSession, secureCookies, startSession } from '../../../callers/sessions';
 import { withPasswordSlot } from '../passwordSlots';
 import { memberPage, readForm, render, safeReturnPath, type PageState } from '../page';
 

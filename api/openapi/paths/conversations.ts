@@ -1,5 +1,5 @@
 import { CreateConversation, ListMessages, PostMessage, ReadConversation } from '../../routes/conversations/schema';
-import { CHANNELS } from '../../validation/runtimeInput';
+import { CHANNELS } from '../../../contract/runtimeInput';
 import { cursorList } from '../components';
 import { EXECUTION_ERRORS, executionResponses } from '../execution';
 import { closed, constant, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';

@@ -19,7 +19,7 @@ const record: Record<string, JsonSchema> = {
 /** A grant: a signed URL that redeems one purpose on one document with no other credential. */
 const grant = (object: string) => closed({ object: constant(object), document: publicId('document'), url: string({ format: 'uri' }), expires_at: timestamp() });
 
-/** Bytes served as a download the browser must neither sniff nor render (api/documents.ts sendDocument). */
+/** Bytes served as a download the browser must neither sniff nor render (api/transfers/documents.ts sendDocument). */
 export const DOCUMENT_BYTES = {
   description: 'The document\'s bytes, always as an attachment.',
   headers: {

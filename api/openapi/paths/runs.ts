@@ -1,4 +1,4 @@
-import { APPROVER_SCOPE, RUN_READER_SCOPES } from '../../runs';
+import { APPROVER_SCOPE, RUN_READER_SCOPES } from '../../../runs/asItStands';
 import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun, RUN_KINDS } from '../../routes/runs/schema';
 import { ACTION_TYPES } from '../../../domain/actions';
 import { cursorList } from '../components';

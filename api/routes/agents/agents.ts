@@ -1,12 +1,13 @@
 import Router from '@koa/router';
-import { execute } from '../../execution';
+import { execute } from '../../execution/execution';
 import { authorize } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
 import { agentPage } from '../../../db/agents';
-import { listPage } from '../../listPage';
-import { workspaceOf } from '../../middleware/auth';
+import { listPage } from '../listPage';
+import { workspaceOf } from '../../../callers/principal';
 import { CreateAgentRun, ListAgents, sameAgent } from './schema';
 
 /**

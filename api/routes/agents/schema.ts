@@ -1,9 +1,9 @@
 import * as yup from 'yup';
 import { invalidRequest } from '../../../domain/errors';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import type { Input } from '../../middleware/validate';
-import { listQuery } from '../../validation/listQuery';
-import { ExecutionBody } from '../../validation/runtimeInput';
+import type { Input } from '../../../contract/parse';
+import { listQuery } from '../../../contract/listQuery';
+import { ExecutionBody } from '../../../contract/runtimeInput';
 
 /** POST /api/v2/agents/{agent_id}/runs: the runtime input; the agent comes from the path. */
 export const CreateAgentRun = {

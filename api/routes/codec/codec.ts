@@ -3,11 +3,12 @@ import type { Middleware } from 'koa';
 import { timingSafeEqual } from 'node:crypto';
 import type { Payload } from '@temporalio/common';
 import { ServiceError } from '../../../domain/errors';
-import { addressRefusedFor, recordAuthFailure } from '../../authFailures';
+import { addressRefusedFor, recordAuthFailure } from '../../../callers/authFailures';
 import { config } from '../../../infra/config';
 import { payloadCodec } from '../../../infra/payloadCodec';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
 import { CodecRequest } from './schema';
 
 type WirePayload = { metadata?: Record<string, string>; data?: string };

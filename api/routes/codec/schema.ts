@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { about } from '../../validation/about';
+import { about } from '../../../contract/about';
 
 const base64 = yup.string().matches(/^[A-Za-z0-9+/]*={0,2}$/, 'payload bytes must be base64').meta(about('Bytes, base64.'));
 

@@ -8,12 +8,14 @@ import { findPublicConversation, openConversation, type ConversationRecord } fro
 import { messagePage } from '../../../db/messages';
 import { Outbox } from '../../../db/outbox';
 import { transaction } from '../../../db/sql';
-import { execute } from '../../execution';
-import { authorize, workspaceOf } from '../../middleware/auth';
+import { execute } from '../../execution/execution';
+import { authorize } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
 import { idempotent } from '../../middleware/idempotent';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
-import { notFound } from '../../tenancy';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
+import { notFound } from '../../../callers/tenancy';
 import { CreateConversation, ListMessages, PostMessage, ReadConversation } from './schema';
 
 const DEFAULT_PAGE = 20;

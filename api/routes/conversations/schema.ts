@@ -1,7 +1,7 @@
 import * as yup from 'yup';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { about } from '../../validation/about';
-import { MessageBody, runtimeInputSchema } from '../../validation/runtimeInput';
+import { about } from '../../../contract/about';
+import { MessageBody, runtimeInputSchema } from '../../../contract/runtimeInput';
 
 const conversationParams = yup.object({ id: yup.string().required().meta(about('The conversation id (`conv_…`).')) });
 

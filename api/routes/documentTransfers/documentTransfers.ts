@@ -7,12 +7,13 @@ import { invalidRequest, ServiceError } from '../../../domain/errors';
 import { claimUpload, finishUpload, findGrantedDocument, releaseUpload } from '../../../db/documents';
 import { logger } from '../../../infra/logger';
 import { uploadStore } from '../../../storage';
-import { alreadyUploaded, sendDocument, storedObject } from '../../documents';
+import { alreadyUploaded, sendDocument, storedObject } from '../../transfers/documents';
 import { redeemGrant } from '../../middleware/redeemGrant';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
-import { notFound } from '../../tenancy';
-import { tooLarge, UploadMeter } from '../../uploadMeter';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
+import { notFound } from '../../../callers/tenancy';
+import { tooLarge, UploadMeter } from '../../transfers/uploadMeter';
 import { RedeemGrant } from './schema';
 
 type Ctx = Context & { state: AppState };

@@ -1,5 +1,5 @@
 import * as yup from 'yup';
-import { about } from '../../validation/about';
+import { about } from '../../../contract/about';
 
 /** The token is checked by redeemGrant(); here only its length is bounded. */
 export const RedeemGrant = {

@@ -2,8 +2,8 @@ import * as yup from 'yup';
 import { MIME_TYPE } from '../../../domain/documents';
 import { config } from '../../../infra/config';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { idParam, listQuery } from '../../validation/listQuery';
-import { about } from '../../validation/about';
+import { idParam, listQuery } from '../../../contract/listQuery';
+import { about } from '../../../contract/about';
 
 /** Larger list requests are clamped to this. */
 export const MAX_DOCUMENT_LIMIT = 100;

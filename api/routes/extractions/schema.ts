@@ -3,11 +3,11 @@ import { invalidRequest } from '../../../domain/errors';
 import { EXTRACTION_STATUSES } from '../../../domain/extractions';
 import { schemaProblem } from '../../../domain/structuredOutput';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { refined } from '../../middleware/validate';
-import { described } from '../../validation/about';
-import { publicIdField } from '../../validation/publicId';
-import { structuredSchema } from '../../validation/structuredSchema';
-import { idFilter, idParam, listQuery, oneOfFilter } from '../../validation/listQuery';
+import { refined } from '../../../contract/parse';
+import { described } from '../../../contract/about';
+import { publicIdField } from '../../../contract/publicId';
+import { structuredSchema } from '../../../contract/structuredSchema';
+import { idFilter, idParam, listQuery, oneOfFilter } from '../../../contract/listQuery';
 
 /** Larger list requests are clamped to this. */
 export const MAX_EXTRACTION_LIMIT = 100;

@@ -1,10 +1,10 @@
 import Router from '@koa/router';
 import { ping } from '../../../db/sql';
-import { redis } from '../../../db/redis';
+import { redis } from '../../../infra/redis';
 import { temporal } from '../../../infra/temporalClient';
 import { unopenableSince } from '../../../infra/unopenablePayloads';
-import { isShuttingDown } from '../../shutdown';
-import type { AppState } from '../../state';
+import { isShuttingDown } from '../../execution/shutdown';
+import type { AppState } from '../../middleware/state';
 
 const CHECK_TIMEOUT_MS = 2000;
 

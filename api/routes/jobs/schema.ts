@@ -5,11 +5,11 @@ import { JOB_STATUSES, JOB_TYPES, MAX_JOB_ITEMS, type JobType } from '../../../d
 import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../../../domain/knowledge';
 import { schemaProblem } from '../../../domain/structuredOutput';
 import { IDEMPOTENCY_HEADERS, MAX_IDEMPOTENCY_KEY_LENGTH } from '../../middleware/idempotent';
-import { refined, validated } from '../../middleware/validate';
-import { about, described } from '../../validation/about';
-import { idParam, offsetParam, oneOfFilter, positiveParam } from '../../validation/listQuery';
-import { checkRunAhead, ExecutionBody, plainObject } from '../../validation/runtimeInput';
-import { structuredSchema } from '../../validation/structuredSchema';
+import { refined, validated } from '../../../contract/parse';
+import { about, described } from '../../../contract/about';
+import { idParam, offsetParam, oneOfFilter, positiveParam } from '../../../contract/listQuery';
+import { checkRunAhead, ExecutionBody, plainObject } from '../../../contract/runtimeInput';
+import { structuredSchema } from '../../../contract/structuredSchema';
 
 /** Larger list requests are clamped to this; item pages to MAX_ITEM_LIMIT. */
 export const MAX_JOB_LIMIT = 100;

@@ -1,9 +1,9 @@
 import * as yup from 'yup';
 import { COLLECTION_NAME, COLLECTION_NAME_RULE, INGESTION_STATUSES } from '../../../domain/knowledge';
-import { about, described } from '../../validation/about';
-import { publicIdField } from '../../validation/publicId';
+import { about, described } from '../../../contract/about';
+import { publicIdField } from '../../../contract/publicId';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { idFilter, idParam, listQuery, oneOfFilter } from '../../validation/listQuery';
+import { idFilter, idParam, listQuery, oneOfFilter } from '../../../contract/listQuery';
 
 /** Larger list requests are clamped to this. */
 export const MAX_INGESTION_LIMIT = 100;

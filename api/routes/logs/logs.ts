@@ -1,9 +1,11 @@
 import Router from '@koa/router';
 import { logPage } from '../../../db/runLogs';
-import { listPage } from '../../listPage';
-import { authorize, workspaceOf } from '../../middleware/auth';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
+import { listPage } from '../listPage';
+import { authorize } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
 import { ListLogs } from './schema';
 
 /** GET /api/v2/logs: execution metadata of runs, newest first, never transcript content. */

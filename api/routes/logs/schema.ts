@@ -1,4 +1,4 @@
-import { listQuery } from '../../validation/listQuery';
+import { listQuery } from '../../../contract/listQuery';
 
 /** Larger requests are clamped to this, not refused ("List limit elsewhere: clamped"). */
 export const MAX_LOG_LIMIT = 100;

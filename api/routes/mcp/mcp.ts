@@ -4,12 +4,14 @@ import type { RequestListener } from 'node:http';
 import { ServiceError } from '../../../domain/errors';
 import { insufficientScope } from '../../mcp/challenge';
 import { config } from '../../../infra/config';
-import { bearerPrincipal, workspaceOf } from '../../middleware/auth';
+import { bearerPrincipal } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
 import { enforceRateLimit } from '../../middleware/rateLimit';
 import { readJsonRpc } from '../../mcp/body';
 import { answer } from '../../mcp/dispatch';
 import { errorReply, TransportError } from '../../mcp/protocol';
-import type { AppState } from '../../state';
+import type { AppState } from '../../middleware/state';
+import { PostMcp } from './schema';
 
 const MCP_PATH = '/mcp';
 
@@ -35,7 +37,9 @@ export function mcpRouter(api: () => RequestListener): Router<AppState> {
   router.get(MCP_PATH, (ctx) => notAllowed(ctx));
   router.delete(MCP_PATH, (ctx) => notAllowed(ctx));
 
-  router.post(MCP_PATH, async (ctx) => {
+  // The body is read by the transport itself (a refusal is JSON-RPC's), with the schema it declares.
+  const declared = Object.assign(async (_ctx: Context, next: () => Promise<unknown>) => next(), { schemas: PostMcp });
+  router.post(MCP_PATH, declared, async (ctx) => {
     refuseForeignOrigin(ctx);
     const principal = await bearerPrincipal(ctx, 'mcp');
     if (!principal.scopes.has('mcp:connect')) throw insufficientScope(['mcp:connect'], 'This credential lacks the scope "mcp:connect", which the MCP transport needs.');

@@ -3,7 +3,7 @@ import Router from '@koa/router';
 import { ServiceError } from '../../../domain/errors';
 import { config, metricsServed } from '../../../infra/config';
 import { registry } from '../../../infra/metrics';
-import type { AppState } from '../../state';
+import type { AppState } from '../../middleware/state';
 
 function sameToken(given: string, expected: string): boolean {
   const a = Buffer.from(given);

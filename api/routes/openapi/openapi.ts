@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import Router from '@koa/router';
 import { openApiDocument } from '../../openapi/document';
-import type { AppState } from '../../state';
+import type { AppState } from '../../middleware/state';
 
 /** Served from the API's own node_modules: the reference page loads nothing from elsewhere. */
 const RENDERER = require.resolve('redoc/bundles/redoc.standalone.js');

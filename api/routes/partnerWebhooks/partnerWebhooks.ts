@@ -12,11 +12,12 @@ import { checkTarget, TargetRefused } from '../../../infra/outboundTarget';
 import { temporal } from '../../../infra/temporalClient';
 import { deliveryRunning } from '../../../workflows/webhookDelivery.client';
 import { startRecovery } from '../../../workflows/webhookRecovery.client';
-import { listPage } from '../../listPage';
+import { listPage } from '../listPage';
 import { authorize, partnerOf } from '../../middleware/auth';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
-import { notFound } from '../../tenancy';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
+import { notFound } from '../../../callers/tenancy';
 import { CreateEndpoint, DeliveryId, EndpointId, ListDeliveries, RecoverEndpoint, UpdateEndpoint } from './schema';
 
 type Ctx = Context & { state: AppState };

@@ -2,9 +2,9 @@ import * as yup from 'yup';
 import { invalidRequest } from '../../../domain/errors';
 import { DEFAULT_WEBHOOK_API_VERSION, EVENT_TYPES, isEventType, WEBHOOK_API_VERSIONS } from '../../../domain/events';
 import { DELIVERY_STATUSES, ENDPOINT_STATUSES } from '../../../domain/webhooks';
-import { refined } from '../../middleware/validate';
-import { about } from '../../validation/about';
-import { idParam, listQuery, oneOfFilter, idFilter, once } from '../../validation/listQuery';
+import { refined } from '../../../contract/parse';
+import { about } from '../../../contract/about';
+import { idParam, listQuery, oneOfFilter, idFilter, once } from '../../../contract/listQuery';
 
 /** Larger delivery pages are clamped to this. */
 export const MAX_DELIVERY_LIMIT = 100;

@@ -3,10 +3,10 @@ import { invalidRequest } from '../../../domain/errors';
 import { schemaProblem } from '../../../domain/structuredOutput';
 import type { ReportFormat } from '../../../domain/reports';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { refined } from '../../middleware/validate';
-import { idParam, listQuery } from '../../validation/listQuery';
-import { plainObject, runtimeInputSchema } from '../../validation/runtimeInput';
-import { structuredSchema } from '../../validation/structuredSchema';
+import { refined } from '../../../contract/parse';
+import { idParam, listQuery } from '../../../contract/listQuery';
+import { plainObject, runtimeInputSchema } from '../../../contract/runtimeInput';
+import { structuredSchema } from '../../../contract/structuredSchema';
 
 /** Larger list requests are clamped to this. */
 export const MAX_REPORT_LIMIT = 100;

@@ -1,9 +1,10 @@
 import Router from '@koa/router';
-import { execute } from '../../execution';
+import { execute } from '../../execution/execution';
 import { authorize } from '../../middleware/auth';
 import { idempotent } from '../../middleware/idempotent';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
 import { CreateResponse } from './schema';
 
 /** POST /api/v2/responses: stateless execution of the agent named in the body. */

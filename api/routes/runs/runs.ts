@@ -3,16 +3,17 @@ import { ServiceError } from '../../../domain/errors';
 import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
 import { authorize } from '../../middleware/auth';
-import { validate, type Input } from '../../middleware/validate';
-import { APPROVER_SCOPE, readableKinds, RUN_READER_SCOPES, runAsItStands } from '../../runs';
-import type { AppState } from '../../state';
-import { relayRunEvents } from '../../streaming';
-import { cancelAndShow } from '../../cancelRun';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import { APPROVER_SCOPE, readableKinds, RUN_READER_SCOPES, runAsItStands } from '../../../runs/asItStands';
+import type { AppState } from '../../middleware/state';
+import { relayRunEvents } from '../../execution/streaming';
+import { cancelAndShow } from '../../../runs/cancelRun';
 import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun } from './schema';
-import { answerAction } from '../../runActions';
+import { answerAction } from '../../../runs/runActions';
 import { runPage, type RunListing } from '../../../db/runs';
-import { listPage } from '../../listPage';
-import { workspaceOf } from '../../middleware/auth';
+import { listPage } from '../listPage';
+import { workspaceOf } from '../../../callers/principal';
 
 /** GET /api/v2/runs (the runs that need attention), /api/v2/runs/{run_id}, its events, and POST /api/v2/runs/{run_id}/cancel and /actions. */
 export function runsRoutes(router: Router<AppState>): void {

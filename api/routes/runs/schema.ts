@@ -1,7 +1,7 @@
 import * as yup from 'yup';
-import { about, described } from '../../validation/about';
-import { idFilter, listQuery, once, oneOfFilter } from '../../validation/listQuery';
-import { refined } from '../../middleware/validate';
+import { about, described } from '../../../contract/about';
+import { idFilter, listQuery, once, oneOfFilter } from '../../../contract/listQuery';
+import { refined } from '../../../contract/parse';
 import { invalidRequest } from '../../../domain/errors';
 import { MAX_ACTION_OUTPUT_CHARS, type ActionAnswer } from '../../../domain/actions';
 

@@ -10,12 +10,14 @@ import { transaction, type Sql } from '../../../db/sql';
 import { config } from '../../../infra/config';
 import { temporal } from '../../../infra/temporalClient';
 import { deleteRunSchedule, putRunSchedule } from '../../../workflows/scheduledRun.client';
-import { requireScope } from '../../credentials';
-import { authorize, workspaceOf } from '../../middleware/auth';
+import { requireScope } from '../../middleware/credentials';
+import { authorize } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
 import { idempotent } from '../../middleware/idempotent';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
-import { notFound } from '../../tenancy';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
+import { notFound } from '../../../callers/tenancy';
 import { CreateSchedule, DeleteSchedule, ListSchedules, ReadSchedule, UpdateSchedule } from './schema';
 
 /**

@@ -2,10 +2,10 @@ import * as yup from 'yup';
 import { invalidRequest } from '../../../domain/errors';
 import { MIN_INTERVAL_SECONDS, OVERLAP_POLICIES, type OverlapPolicy } from '../../../domain/schedules';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { refined } from '../../middleware/validate';
-import { about, described } from '../../validation/about';
-import { offsetParam, positiveParam } from '../../validation/listQuery';
-import { checkRunAhead, ExecutionBody } from '../../validation/runtimeInput';
+import { refined } from '../../../contract/parse';
+import { about, described } from '../../../contract/about';
+import { offsetParam, positiveParam } from '../../../contract/listQuery';
+import { checkRunAhead, ExecutionBody } from '../../../contract/runtimeInput';
 
 /** Larger list requests are clamped to this. */
 export const MAX_SCHEDULE_LIMIT = 100;

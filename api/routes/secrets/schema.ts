@@ -1,6 +1,6 @@
 import * as yup from 'yup';
 import { isSecretOrigin, isSecretValue, MAX_SECRET_BYTES, SECRET_NAME, SECRET_NAME_MESSAGE, SECRET_ORIGIN_MESSAGE, SECRET_VALUE_MESSAGE } from '../../../domain/secrets';
-import { about } from '../../validation/about';
+import { about } from '../../../contract/about';
 
 // No message here may carry the value: yup's default ones print it (`…but the final value was: …`).
 const secretParams = yup.object({

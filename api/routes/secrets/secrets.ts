@@ -1,10 +1,12 @@
 import Router from '@koa/router';
 import { secretObject } from '../../../domain/secrets';
 import { deleteSecret, listSecrets, putSecret } from '../../../db/workspaceSecrets';
-import { authorize, workspaceOf } from '../../middleware/auth';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
-import { notFound } from '../../tenancy';
+import { authorize } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
+import { notFound } from '../../../callers/tenancy';
 import { DeleteSecret, PutSecret } from './schema';
 
 /**

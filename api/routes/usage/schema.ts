@@ -1,6 +1,6 @@
 import * as yup from 'yup';
-import { once } from '../../validation/listQuery';
-import { refined } from '../../middleware/validate';
+import { once } from '../../../contract/listQuery';
+import { refined } from '../../../contract/parse';
 
 /** How far back usage can be read per day; the ledger keeps more, the per-day view is for recent use. */
 export const MAX_USAGE_DAYS = 90;

@@ -1,9 +1,11 @@
 import Router from '@koa/router';
 import { creditsByDay } from '../../../db/ledgerLines';
 import { workspaceBalance } from '../../../db/workspaces';
-import { authorize, workspaceOf } from '../../middleware/auth';
-import { validate, type Input } from '../../middleware/validate';
-import type { AppState } from '../../state';
+import { authorize } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
+import type { AppState } from '../../middleware/state';
 import { ReadUsage } from './schema';
 
 /**

@@ -1,14 +1,16 @@
 import Router from '@koa/router';
 import type { RunResponse } from '../../../domain/runs';
 import { checkDeclaredTools } from '../../openai/declaredTools';
-import { continueRun, execute } from '../../execution';
+import { continueRun, execute } from '../../execution/execution';
 import type { Context } from 'koa';
-import { authorize, workspaceOf } from '../../middleware/auth';
+import { authorize } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
 import { idempotent } from '../../middleware/idempotent';
-import { validate, type Input } from '../../middleware/validate';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
 import { chatChunks, chatCompletion, chatExecutionRequest, chatOptions, toolCallsOf, toolOutputsOf, waitingForApprover } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
-import type { AppState } from '../../state';
+import type { AppState } from '../../middleware/state';
 import { CreateChatCompletion } from './schema';
 
 /** POST /v1/chat/completions: a stateless run of the agent named by `model`, in OpenAI's wire shapes. */

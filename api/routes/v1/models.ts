@@ -1,10 +1,12 @@
 import Router from '@koa/router';
 import { activeAgents } from '../../../db/agents';
-import { authorize, workspaceOf } from '../../middleware/auth';
-import { validate, type Input } from '../../middleware/validate';
+import { authorize } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
 import { agentOfModel, modelObject } from '../../openai/models';
-import { notFound } from '../../tenancy';
-import type { AppState } from '../../state';
+import { notFound } from '../../../callers/tenancy';
+import type { AppState } from '../../middleware/state';
 import { RetrieveModel } from './schema';
 
 /** GET /v1/models and /v1/models/{model}: the workspace's runnable (active) agents, as OpenAI's models. */

@@ -10,20 +10,22 @@ import { findRun } from '../../../db/runs';
 import type { Sql } from '../../../db/sql';
 import { temporal } from '../../../infra/temporalClient';
 import { runHandle } from '../../../workflows/agentRun.client';
-import { cancelAndShow } from '../../cancelRun';
-import { continueRun, execute } from '../../execution';
-import { requireScope } from '../../credentials';
-import { authorize, workspaceOf } from '../../middleware/auth';
+import { cancelAndShow } from '../../../runs/cancelRun';
+import { continueRun, execute } from '../../execution/execution';
+import { requireScope } from '../../middleware/credentials';
+import { authorize } from '../../middleware/auth';
+import { workspaceOf } from '../../../callers/principal';
 import { idempotent } from '../../middleware/idempotent';
-import { validate, type Input } from '../../middleware/validate';
+import { validate } from '../../middleware/validate';
+import { type Input } from '../../../contract/parse';
 import { responseFormatOf, V1_TIMEOUT_MS } from '../../openai/chatCompletions';
 import { agentOfModel } from '../../openai/models';
 import { checkDeclaredTools } from '../../openai/declaredTools';
 import { callAnswersOf, responseEvents, responseExchange, responseObject } from '../../openai/responses';
-import { runAsItStands } from '../../runs';
-import type { AppState } from '../../state';
-import { relayRunEvents } from '../../streaming';
-import { notFound } from '../../tenancy';
+import { runAsItStands } from '../../../runs/asItStands';
+import type { AppState } from '../../middleware/state';
+import { relayRunEvents } from '../../execution/streaming';
+import { notFound } from '../../../callers/tenancy';
 import { CancelResponse, CreateResponseV1, RetrieveResponse, type ResponseBody } from './schema';
 
 type Ctx = Context & { state: AppState };
@@ -49,7 +51,7 @@ async function conversationFor(ctx: Ctx, body: ResponseBody): Promise<Conversati
   return undefined;
 }
 
-/** Opens the conversation of a stored response's first turn, in the transaction that holds the run's credits (api/planRun.ts). */
+/** Opens the conversation of a stored response's first turn, in the transaction that holds the run's credits (runs/planRun.ts). */
 function opensConversation(ctx: Ctx, agentPublicId: string) {
   const workspace = workspaceOf(ctx.state.principal);
   // Now, before the run is planned, so the run and its conversation's event carry the same trace.

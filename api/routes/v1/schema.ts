@@ -1,9 +1,9 @@
 import * as yup from 'yup';
 import { invalidRequest } from '../../../domain/errors';
-import { refined } from '../../middleware/validate';
+import { refined } from '../../../contract/parse';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
-import { about } from '../../validation/about';
-import { plainObject } from '../../validation/runtimeInput';
+import { about } from '../../../contract/about';
+import { plainObject } from '../../../contract/runtimeInput';
 
 /**
  * OpenAI request fields the service decides itself, as /api/v2 forbids them (docs/api.md, "The

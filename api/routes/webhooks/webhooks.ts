@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { EVENT_CATALOGUE, EVENT_TYPES } from '../../../domain/events';
 import { authorize } from '../../middleware/auth';
-import type { AppState } from '../../state';
+import type { AppState } from '../../middleware/state';
 
 const CATALOGUE = {
   object: 'list',

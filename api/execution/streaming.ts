@@ -1,15 +1,15 @@
 import type { Context } from 'koa';
 import type { WorkflowHandle } from '@temporalio/client';
-import { config } from '../infra/config';
-import type { RunOutcome, RunResponse } from '../domain/runs';
-import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../domain/streamEvents';
+import { config } from '../../infra/config';
+import type { RunOutcome, RunResponse } from '../../domain/runs';
+import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../../domain/streamEvents';
 import { isShuttingDown, onShutdown } from './shutdown';
-import type { AppState } from './state';
-import { openStreams, runAnswers } from '../infra/metrics';
-import { runStreams, type StreamEntry } from './runStreamReader';
-import { listenForSettlement, outcomeOf } from './settlements';
-import { cancelRun } from './cancelRun';
-import { runAsItStands } from './runs';
+import type { AppState } from '../middleware/state';
+import { openStreams, runAnswers } from '../../infra/metrics';
+import { runStreams, type StreamEntry } from '../../runs/runStreamReader';
+import { listenForSettlement, outcomeOf } from '../../runs/settlements';
+import { cancelRun } from '../../runs/cancelRun';
+import { runAsItStands } from '../../runs/asItStands';
 
 /**
  * How a run's events are written to the client: the spec's SSE frames, or another API's shapes (the

@@ -1,5 +1,5 @@
 import type { Scope } from '../domain/scopes';
-import type { Principal } from './state';
+import type { Principal } from './principal';
 
 /**
  * A workspace member as the caller (a dashboard session, or an OAuth token they consented to): their

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { now } from '../domain/clock';
-import { open, seal } from '../infra/encryption';
-import { claimKey, completeKey, findLiveKey, purgeExpiredKeys, recordRecoveryPoint, releaseKey } from '../db/idempotencyKeys';
+import { now } from '../../domain/clock';
+import { open, seal } from '../../infra/encryption';
+import { claimKey, completeKey, findLiveKey, purgeExpiredKeys, recordRecoveryPoint, releaseKey } from '../../db/idempotencyKeys';
 
 /** A finished request replays for this long (spec: 24 hours). */
 export const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;

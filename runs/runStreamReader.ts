@@ -1,4 +1,4 @@
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { logger } from '../infra/logger';
 import { streamReads } from '../infra/metrics';
 
@@ -67,7 +67,7 @@ export class StreamFollow {
 
 /**
  * The API process's reader of run event streams. A worker that appends to a run's stream also
- * publishes a notice on the run's channel, which the client's relay listens to (api/settlements.ts);
+ * publishes a notice on the run's channel, which the client's relay listens to (runs/settlements.ts);
  * the notice marks the stream, and one XREAD (not blocking) reads every marked stream from its
  * earliest unseen entry, on the process's connection. So reading costs in proportion to the entries
  * written, not to the streams open: a blocking XREAD over every open stream, re-sent after each

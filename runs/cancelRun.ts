@@ -1,15 +1,15 @@
 import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
 import { openTurnsBefore } from '../db/creditReservations';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 import { runCancelChannel } from '../domain/streamEvents';
 import type { TurnRef } from '../domain/turns';
 import { logger } from '../infra/logger';
 import { runHandle } from '../workflows/agentRun.client';
 import { TERMINAL_STATUSES, type RunResponse } from '../domain/runs';
 import { temporal } from '../infra/temporalClient';
-import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../workflows/timings';
-import { runAsItStands } from './runs';
-import type { Principal } from './state';
+import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../domain/timings';
+import { runAsItStands } from './asItStands';
+import type { Principal } from '../callers/principal';
 
 /**
  * Cancels a run's workflow, then announces it to the workers: the one holding the run's model call
@@ -24,7 +24,7 @@ export async function cancelRun(handle: WorkflowHandle, runId: string): Promise<
     .catch((err) => logger.warn({ err: String(err), run_id: runId }, 'run cancel not announced'));
 }
 
-/** The run settles cancelled once Temporal's cancel reaches its call (at once when announced, else with its next heartbeat: workflows/timings.ts); the answer waits at most this long to show it. */
+/** The run settles cancelled once Temporal's cancel reaches its call (at once when announced, else with its next heartbeat: domain/timings.ts); the answer waits at most this long to show it. */
 const CANCEL_WAIT_MS = MODEL_HEARTBEAT_TIMEOUT_MS;
 
 /**

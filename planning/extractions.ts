@@ -6,8 +6,8 @@ import { EXTRACTORS, extractorFor } from '../domain/knowledge';
 import { builtinAgent, findRunnableAgent } from '../db/agents';
 import { findDocument } from '../db/documents';
 import { insertExtraction } from '../db/extractions';
-import { requireUploaded } from './documents';
-import { notFound } from './tenancy';
+import { requireUploaded } from './uploaded';
+import { notFound } from '../callers/tenancy';
 
 /** The agent a request names (active, published), or the workspace's built-in extraction agent. */
 async function extractingAgent(workspaceId: number, named: string | undefined): Promise<string> {

@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
-import { config } from '../infra/config';
-import { dependencyAnswered, dependencyFailed } from '../infra/dependencyOutages';
+import { config } from './config';
+import { dependencyAnswered, dependencyFailed } from './dependencyOutages';
 
 /** Every connection of this process is named after it, so CLIENT LIST tells whose it is. */
 const connectionName = `aes:${process.pid}`;

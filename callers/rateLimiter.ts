@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type Redis from 'ioredis';
 import { now } from '../domain/clock';
 import { config } from '../infra/config';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 
 export const DIMENSIONS = ['credential', 'tenant', 'tenant_endpoint', 'agent', 'principal'] as const;
 export type Dimension = (typeof DIMENSIONS)[number];

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
-import { invalidRequest, ServiceError } from '../domain/errors';
+import { invalidRequest, ServiceError } from '../../domain/errors';
 
 /**
  * Passes an upload's bytes through to storage while counting and hashing them. The body must be

@@ -1,6 +1,6 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { subscriber } from '../db/redis';
+import { subscriber } from '../infra/redis';
 import type { RunOutcome } from '../domain/runs';
 import { runChannel, STREAM_MOVED, WAITING } from '../domain/streamEvents';
 import { logger } from '../infra/logger';

@@ -1,10 +1,10 @@
 import * as yup from 'yup';
-import type { AgentConfig, McpApproval } from '../../domain/agents';
-import { MAX_MCP_SERVERS, MCP_LABEL, MCP_LABEL_RULE } from '../../domain/mcpTools';
-import { SECRET_NAME } from '../../domain/secrets';
-import { config } from '../../infra/config';
-import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../../domain/knowledge';
-import { MAX_ACTION_TIMEOUT_S } from '../../domain/actions';
+import type { AgentConfig, McpApproval } from '../domain/agents';
+import { MAX_MCP_SERVERS, MCP_LABEL, MCP_LABEL_RULE } from '../domain/mcpTools';
+import { SECRET_NAME } from '../domain/secrets';
+import { config } from '../infra/config';
+import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../domain/knowledge';
+import { MAX_ACTION_TIMEOUT_S } from '../domain/actions';
 
 // Plain http only where private targets are allowed (a local test receiver), never in production.
 // Any URL the WHATWG parser accepts (IPv6 literals included); whether its address may be reached is

@@ -1,7 +1,7 @@
 import * as yup from 'yup';
-import { decodeCursor } from '../../domain/cursor';
-import { isPublicId, publicIdPattern, type IdKind } from '../../domain/ids';
-import { refined } from '../middleware/validate';
+import { decodeCursor } from '../domain/cursor';
+import { isPublicId, publicIdPattern, type IdKind } from '../domain/ids';
+import { refined } from './parse';
 
 const DEFAULT_LIMIT = 20;
 

@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import { now } from '../domain/clock';
 import { config } from '../infra/config';
 import { logger } from '../infra/logger';
-import { redis } from '../db/redis';
+import { redis } from '../infra/redis';
 
 
 /** Addresses refused until the end of the window in which they failed too often (this instance's view). */

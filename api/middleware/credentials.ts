@@ -1,12 +1,12 @@
 import { LRUCache } from 'lru-cache';
-import { hashApiKey, looksLikeApiKey } from '../domain/apiKeys';
-import { ServiceError } from '../domain/errors';
-import { isScope, isStaffScope, type Scope } from '../domain/scopes';
-import { findLiveKeyByHash, touchKey } from '../db/apiKeys';
-import { principalFromAccessToken, wwwAuthenticate } from './oauth/accessTokens';
-import type { Audience } from './oauth/resources';
-import type { Principal } from './state';
-import { mayBeLiveKey } from './liveKeyFilter';
+import { hashApiKey, looksLikeApiKey } from '../../domain/apiKeys';
+import { ServiceError } from '../../domain/errors';
+import { isScope, isStaffScope, type Scope } from '../../domain/scopes';
+import { findLiveKeyByHash, touchKey } from '../../db/apiKeys';
+import { principalFromAccessToken, wwwAuthenticate } from '../oauth/accessTokens';
+import type { Audience } from '../oauth/resources';
+import type { Principal } from '../../callers/principal';
+import { mayBeLiveKey } from '../../callers/liveKeyFilter';
 
 /** How long a resolved key is trusted before it is read again: revocation takes effect within this. */
 export const CREDENTIAL_CACHE_MS = 5_000;
@@ -69,7 +69,7 @@ export async function authenticate(authorization: string | undefined, audience: 
   const cacheKey = isKey ? hashApiKey(match[1]) : `${audience}:${hashApiKey(match[1])}`;
   const now = Date.now();
   // From a throttled address, nothing is looked up unless it may resolve: a credential this process
-  // has seen resolve, or a key the filter of live keys admits (api/liveKeyFilter.ts). An OAuth access
+  // has seen resolve, or a key the filter of live keys admits (callers/liveKeyFilter.ts). An OAuth access
   // token must have resolved here before.
   if (o.throttled && !known.has(cacheKey) && !(isKey && (await mayBeLiveKey(cacheKey)))) throw unauthenticated(audience, true);
   let entry = known.get(cacheKey) ?? unknown.get(cacheKey);

@@ -1,11 +1,12 @@
 import type { Context } from 'koa';
 import contentDisposition from 'content-disposition';
-import { ServiceError } from '../domain/errors';
-import { signGrant, type GrantPurpose } from '../domain/grants';
-import type { StoredDocument } from '../db/documents';
-import { workspaceBalance } from '../db/workspaces';
-import { config } from '../infra/config';
-import { storeNamed, type StoredObject } from '../storage';
+import { ServiceError } from '../../domain/errors';
+import { signGrant, type GrantPurpose } from '../../domain/grants';
+import type { StoredDocument } from '../../db/documents';
+import { workspaceBalance } from '../../db/workspaces';
+import { config } from '../../infra/config';
+import { storeNamed, type StoredObject } from '../../storage';
+import { requireUploaded } from '../../planning/uploaded';
 
 /** Where a document's bytes are, for its store. */
 export function storedObject(document: StoredDocument, uploadKey = document.storage_key ?? ''): StoredObject {
@@ -31,14 +32,6 @@ export function transferUrl(document: Pick<StoredDocument, 'public_id' | 'worksp
 
 export const alreadyUploaded = () =>
   new ServiceError('document_already_uploaded', 'This document was uploaded already; an upload grant is redeemed once. Create a new document to upload other bytes.');
-
-/** An uploaded document, or the 409 that says it has no bytes yet. */
-export function requireUploaded(document: StoredDocument): StoredDocument & { storage: 'postgres' | 's3'; storage_key: string } {
-  if (document.status !== 'uploaded' || !document.storage || !document.storage_key) {
-    throw new ServiceError('document_not_uploaded', 'The document has no content yet: upload it with its upload_url first.');
-  }
-  return document as StoredDocument & { storage: 'postgres' | 's3'; storage_key: string };
-}
 
 /**
  * Answers with the document's bytes, always as an attachment that a browser must not sniff or render

@@ -4,8 +4,8 @@ import { EXTRACTORS, extractorFor, PIPELINE } from '../domain/knowledge';
 import { findDocument } from '../db/documents';
 import { collectionNamed } from '../db/knowledgeCollections';
 import { findIngestion, ingestionInFlight, insertIngestion, type IngestionRow } from '../db/knowledgeIngestions';
-import { requireUploaded } from './documents';
-import { notFound } from './tenancy';
+import { requireUploaded } from './uploaded';
+import { notFound } from '../callers/tenancy';
 
 /**
  * Records the ingestion, or finds the one of this document into this collection still in flight: one

@@ -5,7 +5,7 @@ import { ROLE_SCOPES, SESSION_TTL_MS, secretToken, tokenHash } from '../domain/m
 import { endSession, findLiveSession, insertSession, type SessionRecord } from '../db/dashboardSessions';
 import { config } from '../infra/config';
 import { memberPrincipal } from './memberPrincipal';
-import type { Principal } from './state';
+import type { Principal } from './principal';
 
 /** The dashboard session cookie; the spec's "dashboard session" security scheme. */
 export const SESSION_COOKIE = 'aes_session';

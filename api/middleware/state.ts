@@ -1,25 +1,6 @@
-import type { Scope } from '../domain/scopes';
-import type { KeyKind } from '../domain/apiKeys';
-import type { ConversationRecord } from '../db/conversations';
-import type { StoredDocument } from '../db/documents';
-
-/** Who is calling: resolved from the credential only, never from the body. */
-export interface Principal {
-  /** The API key's database key; null for a signed-in member's dashboard session. */
-  keyKey: number | null;
-  /** The member's database key when the caller is a dashboard session or an OAuth access token. */
-  memberKey: number | null;
-  /** The OAuth grant an access token came from: work the caller leaves to run later stops when it is revoked. */
-  grantId?: string;
-  /** The credential's public id (`key_…`, or the member's `mem_…`): rate limits and idempotency are scoped by it. */
-  keyId: string;
-  kind: KeyKind;
-  environment: 'live' | 'test';
-  scopes: ReadonlySet<Scope>;
-  workspace: { id: number; publicId: string; tenantRef: string | null; partnerPublicId: string | null } | null;
-  partner: { id: number; publicId: string } | null;
-  expiresAt: number | null;
-}
+import type { Principal } from '../../callers/principal';
+import type { ConversationRecord } from '../../db/conversations';
+import type { StoredDocument } from '../../db/documents';
 
 export interface AppState {
   requestId: string;

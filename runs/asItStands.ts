@@ -6,10 +6,10 @@ import type { RunStatus } from '../domain/errors';
 import { findRun } from '../db/runs';
 import { requiredAction } from '../domain/actions';
 import { describeRun, type RunWorkflowState } from '../workflows/agentRun.client';
-import { workspaceOf } from './middleware/auth';
-import type { Principal } from './state';
+import { workspaceOf } from '../callers/principal';
+import type { Principal } from '../callers/principal';
 import { temporal } from '../infra/temporalClient';
-import { notFound } from './tenancy';
+import { notFound } from '../callers/tenancy';
 
 /** A run without a record: queued while its workflow is open, else how the workflow ended without settling. */
 const UNRECORDED_STATUS: Record<RunWorkflowState, RunStatus> = { open: 'queued', completed: 'failed', cancelled: 'cancelled', ended: 'failed' };

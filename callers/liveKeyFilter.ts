@@ -1,13 +1,13 @@
 import { BloomFilter } from 'bloom-filters';
 import { liveKeyHashes } from '../db/apiKeys';
-import { redis, subscriber } from '../db/redis';
+import { redis, subscriber } from '../infra/redis';
 import { logger } from '../infra/logger';
 
 /**
  * Which API keys may be live, known to every instance without a lookup: a Bloom filter of the hashes
  * of every unrevoked, unexpired key, built when first needed and kept fresh through a Redis channel
  * on which every key's creation is announced. An address that failed too many authentications
- * (api/authFailures.ts) has its keys checked here first: a key the filter rules out is refused with
+ * (callers/authFailures.ts) has its keys checked here first: a key the filter rules out is refused with
  * no database query, one it admits is looked up as from any address. So a prober's random keys cost
  * nothing, while a customer behind the same NAT, with a key created a moment ago, on an instance
  * started a moment ago, is served.

@@ -14,8 +14,8 @@ import { documentExists } from '../db/documents';
 import { documentIndexedIn } from '../db/knowledgeChunks';
 import { collectionExists, collectionName } from '../db/knowledgeCollections';
 import { modelWindow } from '../infra/modelWindow';
-import { notFound } from './tenancy';
-import type { ExecutionRequest } from './validation/runtimeInput';
+import { notFound } from '../callers/tenancy';
+import type { ExecutionRequest } from '../contract/runtimeInput';
 
 export interface ExecutionTarget {
   kind: RunKind;

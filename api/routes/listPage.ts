@@ -1,4 +1,4 @@
-import { encodeCursor, invalidCursor } from '../domain/cursor';
+import { encodeCursor, invalidCursor } from '../../domain/cursor';
 
 /**
  * The answer of a cursor-paged list, from up to `limit + 1` rows read newest first: `limit` of them,

@@ -1,9 +1,9 @@
 import * as yup from 'yup';
-import { invalidRequest } from '../../domain/errors';
-import type { Attachment, ResponseFormat, RunInput, RunOptions } from '../../domain/runs';
-import { schemaProblem } from '../../domain/structuredOutput';
-import { CONCURRENCY_POLICIES, type ConcurrencyPolicy } from '../../domain/turns';
-import { parse, refined, validated } from '../middleware/validate';
+import { invalidRequest } from '../domain/errors';
+import type { Attachment, ResponseFormat, RunInput, RunOptions } from '../domain/runs';
+import { schemaProblem } from '../domain/structuredOutput';
+import { CONCURRENCY_POLICIES, type ConcurrencyPolicy } from '../domain/turns';
+import { parse, refined, validated } from './parse';
 import { about } from './about';
 import { structuredSchema } from './structuredSchema';
 
