@@ -1,3 +1,4 @@
+import { CHANNELS } from '../domain/conversations';
 import * as yup from 'yup';
 import { invalidRequest } from '../domain/errors';
 import type { Attachment, ResponseFormat, RunInput, RunOptions } from '../domain/runs';
@@ -35,7 +36,6 @@ export const RESERVED_CONTEXT_KEYS: ReadonlySet<string> = new Set([
   'tenant', 'tenant_id', 'token', 'usage_category',
 ]);
 
-export const CHANNELS = ['', 'api', 'web', 'website', 'whatsapp', 'phone', 'voice'] as const;
 const FORMAT_TYPES = ['text', 'json_object', 'json_schema'] as const;
 // C0 and C1 controls plus the Unicode line and paragraph separators: each is a newline or unprintable.
 const PRINTABLE_ONE_LINE = /^[^\u0000-\u001f\u007f-\u009f\u2028\u2029]*$/;

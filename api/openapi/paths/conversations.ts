@@ -1,30 +1,12 @@
 import { CreateConversation, ListMessages, PostMessage, ReadConversation } from '../../routes/conversations/schema';
-import { CHANNELS } from '../../../contract/runtimeInput';
+import { Conversation, Message } from '../../../domain/conversations';
 import { cursorList } from '../components';
 import { EXECUTION_ERRORS, executionResponses } from '../execution';
-import { closed, constant, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 
 export const conversations: Resource = {
-  schemas: {
-    Conversation: closed({
-      id: publicId('conversation'),
-      object: constant('conversation'),
-      agent: orNull(string({ description: 'The conversation\'s assistant; null when it has none.' })),
-      channel: oneOfValues(CHANNELS),
-      external_ref: orNull(string()),
-      created_at: timestamp(),
-    }),
-    Message: closed({
-      id: publicId('message', 'Also the cursor of the message list (`after`).'),
-      object: constant('message'),
-      conversation: publicId('conversation'),
-      role: oneOfValues(['user', 'assistant']),
-      content: { description: 'The user\'s input (a string or a structured payload), or the assistant\'s output items.' },
-      run: orNull(publicId('run')),
-      created_at: timestamp(),
-    }),
-  },
+  schemas: { Conversation, Message },
   paths: {
     '/api/v2/conversations': {
       post: operation('post', {

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { conversationObject } from '../../../domain/conversations';
+import { conversationObject, messageObject } from '../../../domain/conversations';
 import { invalidRequest, ServiceError } from '../../../domain/errors';
 import { mintTraceId } from '../../../domain/ids';
 import { findAgentInWorkspace } from '../../../db/agents';
@@ -90,15 +90,7 @@ export function conversationsRoutes(router: Router<AppState>): void {
       if (!conversation) throw notFound('conversation_not_found');
       const limit = query.limit ?? DEFAULT_PAGE;
       const rows = await messagePage(conversation.id, query.after, limit + 1);
-      const data = rows.slice(0, limit).map((m) => ({
-        id: m.publicId,
-        object: 'message',
-        conversation: conversation.publicId,
-        role: m.role,
-        content: m.content,
-        run: m.run,
-        created_at: m.createdAt.toISOString(),
-      }));
+      const data = rows.slice(0, limit).map((m) => messageObject(m, conversation.publicId));
       ctx.body = { object: 'list', data, next_cursor: rows.length > limit ? data[data.length - 1].id : null };
     },
   );
