@@ -16,7 +16,8 @@ import { countedUsage } from './tokenCount';
 import { addConsumedUsage } from '../db/runs';
 import { assemblePrompt, userContent } from './prompt';
 import { fitToWindow } from './contextWindow';
-import { modelProvider } from './providers';
+import { providerOf } from './providers';
+import { routedComplete, StoppedWaiting, type RouteNote } from './providers/router';
 import { ProviderError, type ChatMessage } from './providers/types';
 import type { StreamEventType } from '../domain/streamEvents';
 import { ownCallIds } from '../domain/callIds';
@@ -66,6 +67,8 @@ export interface GenerateResult {
   historyOmitted?: number;
   /** The reply stopped at the call's output cap (`finish_reason: length`). */
   truncated?: boolean;
+  /** A fallback taken or a wait for a provider, for the run's timeline (activities/providers/router.ts). */
+  route?: RouteNote;
 }
 
 
@@ -150,7 +153,8 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
   const attempt = ctx.info.attempt;
   const deltaType = input.format.type === 'text' ? 'response.output_text.delta' : 'response.output_json.delta';
   const loaded = await untilAvailable(() => loadHistory(input), input.deadline.at);
-  const provider = modelProvider();
+  const model = input.config.model ?? 'default';
+  const provider = providerOf(model);
   const prompt = await fitToWindow(
     input.config,
     input.contextTokens,
@@ -166,8 +170,8 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
   const notice = watchCancel(input.runId);
   const signal = AbortSignal.any([callSignal(input.deadline), notice.signal]);
   try {
-    const reply = await provider.complete({
-      model: input.config.model ?? 'default',
+    const routed = await routedComplete(ctx.metricMeter, { model, fallbacks: input.config.fallback_models }, {
+      model,
       messages,
       temperature: input.config.temperature,
       maxOutputTokens: prompt.maxTokens,
@@ -182,7 +186,8 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
           deltas.push(delta);
         },
       }),
-    });
+    }, { deadlineAt: input.deadline.at, streamed: () => streamed !== '' });
+    const reply = routed.reply;
     // An aborted stream can end quietly rather than throw: a cut-short reply is never a result.
     if (signal.aborted) throw new CancelledFailure('model call cancelled');
     if (!reply.usage) ctx.metricMeter.createCounter('aes_model_usage_counted', 'calls', 'Model calls whose provider reported no usage: counted by the service, billed, and marked estimated in the run log.').add(1);
@@ -193,13 +198,14 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
       ...(!reply.usage && { usageEstimated: true }),
       ...(historyOmitted > 0 && { historyOmitted }),
       ...(reply.truncated && { truncated: true }),
-      model: reply.model,
+      model: routed.model,
+      ...(routed.route && { route: routed.route }),
       // A refusal is an answer: nothing to validate or repair.
       ...(reply.refusal !== undefined ? { refusal: reply.refusal, check: { ok: true as const, value: null } } : { check: structuredCheck(reply.text, reply.truncated === true, input.format) }),
     };
   } catch (err) {
     if (signal.aborted) {
-      await recordConsumed(input.runId, messages, streamed);
+      if (!(err instanceof StoppedWaiting)) await recordConsumed(input.runId, messages, streamed);
       // Announced by the API before Temporal's cancel reaches the call: the provider is stopped, and
       // the call ends cancelled once that cancel comes with a heartbeat's answer (a cancel Temporal
       // never confirms fails the attempt, which is retried).

@@ -134,6 +134,8 @@ export async function updateAgentDraft(o: { agent: string; config: unknown }) {
 /** Snapshots the draft as the next integer version. */
 export async function publishAgent(o: { agent: string }) {
   const agent = await agentById(o.agent);
+  // Checked again: what the service allows (RUN_MODEL_CALLS_MAX) may have changed since the draft was saved.
+  parseAgentConfig(agent.draftConfig);
   return { id: agent.publicId, version: await publishAgentDraft(agent.id) };
 }
 

@@ -5,6 +5,8 @@ import { SECRET_NAME } from '../domain/secrets';
 import { config } from '../infra/config';
 import { COLLECTION_NAME, COLLECTION_NAME_RULE } from '../domain/knowledge';
 import { MAX_ACTION_TIMEOUT_S } from '../domain/actions';
+import { LIMIT_KEYS, MAX_LIMIT_VALUE } from '../domain/limits';
+import { readModelName } from '../domain/modelRoutes';
 
 // Plain http only where private targets are allowed (a local test receiver), never in production.
 // Any URL the WHATWG parser accepts (IPv6 literals included); whether its address may be reached is
@@ -61,11 +63,51 @@ const mcpLabels = (tools: unknown[] | undefined) => (tools ?? []).flatMap((tool)
 /** Collections an agent retrieves from, at most. */
 const MAX_AGENT_COLLECTIONS = 20;
 
+/** Fallback models an agent names, at most: each is a call a failing provider's run may make instead. */
+const MAX_FALLBACK_MODELS = 5;
+
+/** The provider a model name names that this service has not (MODEL_PROVIDERS, read when the config is saved or published). */
+function unknownProvider(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const { providers, declared } = config().modelProviders;
+  const read = readModelName(name, { names: providers.map((p) => p.name), declared });
+  return 'unknownProvider' in read ? read.unknownProvider : undefined;
+}
+
+const knownProvider = (where: string) =>
+  function (this: yup.TestContext, name: string | undefined) {
+    const unknown = unknownProvider(name);
+    if (!unknown) return true;
+    const names = config().modelProviders.providers.map((p) => p.name).join(', ');
+    return this.createError({ message: `${where} names provider "${unknown}", which this service does not have (it has ${names}); a model whose own name has a '/' is written provider/model, as ${config().modelProviders.providers[0].name}/${name}` });
+  };
+
+const modelName = yup.string().max(200);
+
+const positiveLimit = (key: string) =>
+  yup.number().typeError(`limits.${key} must be a positive integer`).integer(`limits.${key} must be a positive integer`).min(1, `limits.${key} must be a positive integer`).max(MAX_LIMIT_VALUE, `limits.${key} must be at most ${MAX_LIMIT_VALUE}`);
+
+/**
+ * The run's budgets (domain/limits.ts). max_model_calls is bounded by the operator's ceiling
+ * (RUN_MODEL_CALLS_MAX), read when the config is saved or published.
+ */
+const limitsSchema = yup
+  .object({
+    max_tool_calls: positiveLimit('max_tool_calls'),
+    max_model_calls: positiveLimit('max_model_calls').test('ceiling', ({ value }) => `limits.max_model_calls may be at most ${config().runLimits.modelCallsCeiling} (this service's ceiling), got ${value}`, (value) => value === undefined || value <= config().runLimits.modelCallsCeiling),
+    max_run_credits: positiveLimit('max_run_credits'),
+    max_output_tokens_total: positiveLimit('max_output_tokens_total'),
+  })
+  .noUnknown(true, `limits has an unknown key: \${unknown}; it takes ${LIMIT_KEYS.join(', ')}`)
+  .default(undefined)
+  .strict();
+
 /** An agent's configuration: what callers may not send comes only from here. */
 export const agentConfigSchema = yup
   .object({
     instructions: yup.string().max(100_000),
-    model: yup.string().max(200),
+    model: modelName.test('provider', knownProvider('model')),
+    fallback_models: yup.array(modelName.required().test('provider', knownProvider('fallback_models'))).max(MAX_FALLBACK_MODELS),
     temperature: yup.number().min(0).max(2),
     tools: yup
       .array(toolSchema)
@@ -85,6 +127,7 @@ export const agentConfigSchema = yup
     memory: yup.object({ enabled: yup.boolean(), max_messages: yup.number().integer().min(0).max(200) }).noUnknown().strict(),
     max_output_tokens: yup.number().integer().min(1),
     action_timeout_seconds: yup.number().integer().min(1).max(MAX_ACTION_TIMEOUT_S),
+    limits: limitsSchema,
   })
   .noUnknown(true, 'agent config has an unknown key: ${unknown}')
   .strict();

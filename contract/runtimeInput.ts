@@ -2,6 +2,7 @@ import { CHANNELS } from '../domain/conversations';
 import * as yup from 'yup';
 import { invalidRequest } from '../domain/errors';
 import type { Attachment, ResponseFormat, RunInput, RunOptions } from '../domain/runs';
+import type { CallerLimits } from '../domain/limits';
 import { schemaProblem } from '../domain/structuredOutput';
 import { CONCURRENCY_POLICIES, type ConcurrencyPolicy } from '../domain/turns';
 import { parse, refined, validated } from './parse';
@@ -149,6 +150,8 @@ const executionBody = runtimeInputSchema
 /** The caller's part of a run: what the body says, checked, before anything is resolved. */
 export type ExecutionRequest = Pick<RunInput, 'externalRef' | 'input' | 'attachments' | 'channel' | 'locale' | 'metadata' | 'requestContext' | 'options' | 'exchange'> & {
   agent?: string;
+  /** A `/v1` caller's limits, which only lower the agent's (domain/limits.ts); /api/v2 takes its limits from the agent. */
+  callerLimits?: CallerLimits;
 };
 
 function refuseForbidden(where: Record<string, unknown>, prefix: string): void {

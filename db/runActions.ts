@@ -1,4 +1,5 @@
-import type { ActionOutcome, ActionStatus, ActionType, RequiredCall } from '../domain/actions';
+import type { ActionOutcome, ActionStatus, RequiredCall } from '../domain/actions';
+import type { ActionType } from '../domain/actionTypes';
 import { sql, statement, type Sql } from './sql';
 
 /** run_actions: the tool calls a run waits on and what became of them (migration 0024). */

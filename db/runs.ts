@@ -2,7 +2,8 @@ import { mintId } from '../domain/ids';
 import type { RequiredCall } from '../domain/actions';
 import type { PassageRef } from '../domain/knowledge';
 import { invalidRequest, type RunStatus } from '../domain/errors';
-import type { IncompleteReason, OutputItem, RunKind } from '../domain/runs';
+import type { OutputItem, RunKind } from '../domain/runs';
+import type { IncompleteReason } from '../domain/runResponse';
 import type { Usage } from '../domain/usage';
 import { pageStart } from './paging';
 import { sql, statement, withStatementTimeout, type Sql } from './sql';
@@ -401,6 +402,8 @@ export interface RunDetail extends RunListing {
   /** Retrieved chunks, ids and ranks (from its log entry). */
   knowledge: PassageRef[];
   tool_names: string[];
+  /** Why a completed run is unfinished: its output cap, or the limit that ended it (domain/limits.ts). */
+  incomplete_reason: IncompleteReason | null;
 }
 
 const RUN_DETAIL = statement(
@@ -409,7 +412,7 @@ const RUN_DETAIL = statement(
           floor(EXTRACT(EPOCH FROM (COALESCE(r.started_at, r.completed_at, now()) - r.created_at)) * 1000)::float8 AS queued_ms,
           COALESCE(r.held_credits, (SELECT c.credits FROM credit_reservations c WHERE c.run_public_id = r.public_id))::float8 AS held_credits,
           (SELECT sum(l.credits) FROM ledger_lines l WHERE l.run_id = r.id)::float8 AS charged_credits,
-          COALESCE(g.knowledge, '[]'::jsonb) AS knowledge, COALESCE(g.tool_names, '{}') AS tool_names
+          COALESCE(g.knowledge, '[]'::jsonb) AS knowledge, COALESCE(g.tool_names, '{}') AS tool_names, r.incomplete_reason
      FROM runs r JOIN agents a ON a.id = r.agent_id LEFT JOIN run_logs g ON g.run_id = r.id
     WHERE r.workspace_id = $1 AND r.public_id = $2`,
 );

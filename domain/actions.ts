@@ -1,3 +1,5 @@
+import type { Static } from '@sinclair/typebox';
+import type { RequiredActionShape, RequiredCallShape } from './runResponse';
 import type { AgentConfig, ToolConfig } from './agents';
 import { MAX_TOOL_ROUNDS } from './tools';
 import { mcpMayWait } from './mcpTools';
@@ -7,8 +9,7 @@ import { mcpMayWait } from './mcpTools';
  * `approval: required` waits for a decision, and a call of a tool that `runs_on: client` waits for
  * the caller's output. Beyond the spec: an agent with neither runs exactly as before.
  */
-export const ACTION_TYPES = ['approval', 'client_tool'] as const;
-export type ActionType = (typeof ACTION_TYPES)[number];
+import type { ActionType } from './actionTypes';
 
 /** How long a call waits for its answer when the agent sets no action_timeout_seconds: then it is denied. */
 export const DEFAULT_ACTION_TIMEOUT_S = 24 * 60 * 60;
@@ -32,8 +33,8 @@ export function actionTimeoutMs(config: AgentConfig): number {
  * The longest a run of this agent may wait for people in all: one wait per tool round (the calls of
  * one reply wait together). Its workflow's execution timeout makes room for it.
  */
-export function longestWaitMs(config: AgentConfig): number {
-  return (config.tools ?? []).some((tool) => (tool.type === 'mcp' ? mcpMayWait(tool) : actionOf(tool))) ? MAX_TOOL_ROUNDS * actionTimeoutMs(config) : 0;
+export function longestWaitMs(config: AgentConfig, toolRounds: number = MAX_TOOL_ROUNDS): number {
+  return (config.tools ?? []).some((tool) => (tool.type === 'mcp' ? mcpMayWait(tool) : actionOf(tool))) ? toolRounds * actionTimeoutMs(config) : 0;
 }
 
 /**
@@ -42,21 +43,12 @@ export function longestWaitMs(config: AgentConfig): number {
  * that it approves exactly what it was shown. The hash is added where the call is recorded
  * (activities/actions.ts); calls recorded before it existed have none.
  */
-export interface RequiredCall {
-  call_id: string;
-  type: ActionType;
-  tool: string;
-  arguments?: string;
-  arguments_sha256?: string;
-  expires_at: string;
-}
+/** A call the run waits on, and the run's `required_action` (their shapes: domain/runResponse.ts). */
+export type RequiredCall = Static<typeof RequiredCallShape>;
 
 export const actionsPath = (runId: string) => `/api/v2/runs/${runId}/actions`;
 
-export interface RequiredAction {
-  calls: RequiredCall[];
-  submit_to: string;
-}
+export type RequiredAction = Static<typeof RequiredActionShape>;
 
 /** The run object's `required_action`: the calls it waits on and where to answer them. */
 export function requiredAction(runId: string, calls: RequiredCall[]): RequiredAction {

@@ -78,10 +78,20 @@ export type McpApproval = 'required' | 'never' | { tools: Record<string, 'requir
 
 export type ToolConfig = HttpToolConfig | ClientToolConfig | HandoffToolConfig | McpToolConfig;
 
+/** An agent's budgets, each a positive integer (domain/limits.ts: what a run does at each). */
+export interface AgentLimits {
+  max_tool_calls?: number;
+  max_model_calls?: number;
+  max_run_credits?: number;
+  max_output_tokens_total?: number;
+}
+
 /** What callers may not send: it comes only from here. */
 export interface AgentConfig {
   instructions?: string;
   model?: string;
+  /** Where a call goes when the model's provider is rate limited, failing or unreachable, in order: `provider/model` names (domain/modelRoutes.ts). */
+  fallback_models?: string[];
   temperature?: number;
   tools?: ToolConfig[];
   knowledge?: { collections?: string[]; policy?: 'auto' | 'none' | 'required' };
@@ -89,6 +99,8 @@ export interface AgentConfig {
   max_output_tokens?: number;
   /** How long a tool call waits for a person's decision or the caller's output before it is denied. */
   action_timeout_seconds?: number;
+  /** The run's budgets (domain/limits.ts): a run that reaches one ends, completed and incomplete. */
+  limits?: AgentLimits;
 }
 
 export type ConfigurationChoice = 'published' | 'draft';

@@ -1,6 +1,7 @@
 import { DEFAULT_MEMORY_MESSAGES, instructionsOf, outputCap, type AgentConfig } from './agents';
 import { conversational, REPAIR_ATTEMPTS, type ResponseFormat, type RunInput } from './runs';
-import { MAX_TOOL_ROUNDS, toolSpecs } from './tools';
+import { toolSpecs } from './tools';
+import { toolRoundsOf, type RunLimits } from './limits';
 import { MCP_SERVER_PROMPT_TOKENS, mcpServersOf } from './mcpTools';
 import { estimateTokens, type Usage } from './usage';
 import type { ErrorCode } from './errors';
@@ -57,14 +58,14 @@ export function callsLeft(r: RunCostInput, callsMade: number): number {
 
 /**
  * The most a run can cost, known before it starts: every model call it may make (the first, one per
- * tool round, the repair), each with the largest prompt it can have (the request, the instructions,
- * the history memory sends, the tool rounds so far, the previous answer, the schema and tools it is
- * given) and the output cap. The run
- * reserves this from its workspace's balance, and is never charged more than it reserved.
+ * tool round its limits allow, the repair), each with the largest prompt it can have by then (the
+ * request, the instructions, the history memory sends, the tool rounds before it, the previous
+ * answer, the schema and tools it is given) and the output cap; and never more than the run's budget
+ * (max_run_credits: a run whose budget is smaller reserves only its budget). The run reserves this
+ * from its workspace's balance, and is never charged more than it reserved.
  */
 export function maxRunCost(r: RunCostInput): number {
-  const { calls, perCall } = callBound(r);
-  return calls * perCall;
+  return Math.min(costOfCalls(r, 0), r.limits?.max_run_credits ?? Infinity);
 }
 
 export interface RunCostInput {
@@ -78,10 +79,12 @@ export interface RunCostInput {
   knowledge: boolean;
   /** The model's window the run was planned with (infra/modelWindow.ts); unknown for runs planned before it was kept. */
   contextTokens?: number;
+  /** The run's limits (domain/limits.ts); runs planned before them took MAX_TOOL_ROUNDS. */
+  limits?: RunLimits;
 }
 
 /** What bounds a run's cost, from what it was asked: the same at acceptance (planRun) and while it runs. */
-export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments' | 'options' | 'exchange' | 'contextTokens'> & { config: AgentConfig }): RunCostInput {
+export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments' | 'options' | 'exchange' | 'contextTokens' | 'limits'> & { config: AgentConfig }): RunCostInput {
   return {
     config: run.config,
     // A /v1 caller's exchange is sent with every call, as the request is.
@@ -92,21 +95,36 @@ export function costInputOf(run: Pick<RunInput, 'kind' | 'input' | 'attachments'
     memory: conversational(run.kind) && run.options.memoryPolicy === 'auto',
     knowledge: knowledgePlan(run.config, run.options.knowledgePolicy).collections.length > 0,
     ...(run.contextTokens !== undefined && { contextTokens: run.contextTokens }),
+    ...(run.limits && { limits: run.limits }),
   };
 }
 
-/** maxRunCost in its two factors: how many model calls the run may make, and the most one of them can cost. */
-function callBound(r: RunCostInput): { calls: number; perCall: number } {
+/**
+ * What bounds a run's calls: how many it may make, and the most call `i` (from 0) can cost. Call i
+ * sends the tool rounds before it (at most i), so later calls are counted larger, not every call as
+ * the last: a run allowed many rounds holds what they can cost, no more.
+ */
+function callBound(r: RunCostInput): { calls: number; costOf: (i: number) => number } {
   const mcp = r.mcpServers ?? 0;
   const toolsOffered = r.tools.length > 0 || mcp > 0;
   const output = outputCap(r.config, r.contextTokens);
-  const calls = 1 + (toolsOffered ? MAX_TOOL_ROUNDS : 0) + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
+  const rounds = toolsOffered ? toolRoundsOf(r.limits) : 0;
+  const wanted = 1 + rounds + (r.format.type === 'text' ? 0 : REPAIR_ATTEMPTS);
+  const calls = Math.min(wanted, r.limits?.max_model_calls ?? Infinity);
   const history = r.memory ? historyTokens(r.config, r.contextTokens) : 0;
-  const toolRounds = toolsOffered ? MAX_TOOL_ROUNDS * (TOOL_RESULT_TOKENS + output) : 0;
   // Every call sends the instructions, the request, the response format (its schema), the tools offered and the retrieved passages.
-  const prompt = estimateTokens(JSON.stringify([instructionsOf(r.config), r.request, r.format, r.tools])) + mcp * MCP_SERVER_PROMPT_TOKENS + history + toolRounds + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);
+  const fixed = estimateTokens(JSON.stringify([instructionsOf(r.config), r.request, r.format, r.tools])) + mcp * MCP_SERVER_PROMPT_TOKENS + history + output + (r.knowledge ? KNOWLEDGE_CONTEXT_TOKENS : 0);
   // A call's prompt and output share the model's window: no call uses more (activities/model.ts fits the history to it).
-  return { calls, perCall: Math.min(prompt + output, r.contextTokens ?? Infinity) };
+  const costOf = (i: number) => Math.min(fixed + Math.min(i, rounds) * (TOOL_RESULT_TOKENS + output) + output, r.contextTokens ?? Infinity);
+  return { calls, costOf };
+}
+
+/** The most the calls from `from` on can cost, `extraPerCall` more each. */
+function costOfCalls(r: RunCostInput, from: number, extraPerCall = 0): number {
+  const { calls, costOf } = callBound(r);
+  let total = 0;
+  for (let i = from; i < calls; i++) total += costOf(i) + extraPerCall;
+  return total;
 }
 
 /**
@@ -115,6 +133,6 @@ function callBound(r: RunCostInput): { calls: number; perCall: number } {
  * tool results, toolRoundExcess). The rest goes back to the balance while it waits.
  */
 export function heldWhileWaiting(r: RunCostInput, callsMade: number, consumed: number, extraPerCall = 0): number {
-  const { calls, perCall } = callBound(r);
-  return consumed + Math.max(0, calls - callsMade) * (perCall + extraPerCall);
+  // A budgeted run holds no more than its budget (or what it has consumed, when its last call went past it).
+  return Math.min(consumed + costOfCalls(r, callsMade, extraPerCall), Math.max(r.limits?.max_run_credits ?? Infinity, consumed));
 }

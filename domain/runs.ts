@@ -1,9 +1,12 @@
+import type { Static } from '@sinclair/typebox';
+import type { IncompleteReason, OutputItemShape, RunResponseShape } from './runResponse';
 import type { AgentConfig } from './agents';
 import type { ErrorCode, RunStatus } from './errors';
 import type { TurnRef } from './turns';
 import type { Usage } from './usage';
 import type { RequiredAction } from './actions';
 import type { ToolTurn } from './tools';
+import type { RunLimits } from './limits';
 
 /**
  * What a run was asked for by: /responses (stateless: no copy of the exchange is kept), an agent run
@@ -17,12 +20,8 @@ export function conversational(kind: RunKind): boolean {
   return kind === 'agent_run' || kind === 'message';
 }
 
-export type OutputItem =
-  | { type: 'text'; text: string }
-  | { type: 'json'; json: unknown; text?: string }
-  | { type: 'handoff'; text: string; reason?: string }
-  /** The model declined to answer: its explanation. An answer like any other (never repaired, never a 422). */
-  | { type: 'refusal'; refusal: string };
+/** An item of a run's output: text, a JSON value, a handoff, or a refusal (the model declined: an answer like any other, never repaired, never a 422). Its shape: domain/runResponse.ts. */
+export type OutputItem = Static<typeof OutputItemShape>;
 
 /** An item as text: a JSON value serialized, a refusal's explanation, otherwise its text. */
 export function itemText(item: OutputItem): string {
@@ -100,27 +99,12 @@ export interface RunInput {
   scheduleId?: string;
   /** Turns of its conversation were open when the message was accepted: the run starts after they settle. */
   turn?: TurnRef;
+  /** The run's budgets (domain/limits.ts), fixed when it was planned; runs planned before them have none (and take MAX_TOOL_ROUNDS). */
+  limits?: RunLimits;
 }
 
-export interface RunResponse {
-  id: string;
-  status: RunStatus;
-  agent: string;
-  agent_version: number;
-  conversation?: string;
-  output: OutputItem[];
-  usage: Usage;
-  metadata: Record<string, unknown>;
-  request_id: string;
-  trace_id: string;
-  /** While the run waits for people (domain/actions.ts). */
-  required_action?: RequiredAction;
-  /** Only on a completed run whose answer stopped at its output cap (OpenAI's shape): the answer is unfinished. */
-  incomplete_details?: { reason: IncompleteReason };
-}
-
-/** Why a completed run's answer is unfinished: it stopped at the call's output cap. */
-export type IncompleteReason = 'max_output_tokens';
+/** The run response object (its shape: domain/runResponse.ts): `required_action` while it waits for people, `incomplete_details` when its answer is unfinished. */
+export type RunResponse = Static<typeof RunResponseShape>;
 
 /** The run response object; `conversation` only for runs whose conversation is public, `required_action` only while it waits. */
 export function toRunResponse(f: {

@@ -1,4 +1,4 @@
-import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TProperties, type TSchema, type TUnion } from '@sinclair/typebox';
 import { publicIdPattern, type IdKind } from './ids';
 
 /**
@@ -25,5 +25,10 @@ export const orNull = <S extends TSchema>(schema: S) => Type.Union([schema, Type
 export const anyValue = (description: string) => Type.Unknown({ description });
 /** A public id as mintId writes it: the kind's prefix and a lowercase ULID. */
 export const publicId = (kind: IdKind, description?: string) => Type.String({ pattern: publicIdPattern(kind), ...described(description) });
+export const list = Type.Array;
+/** One of these shapes (disjoint: each says its `type`), as JSON Schema's oneOf. */
+export const oneOf = <T extends TSchema[]>(alternatives: [...T]) => Type.Unsafe<Static<TUnion<T>>>({ oneOf: alternatives });
+/** An object whose keys are free (a caller's metadata, as sent). */
+export const freeObject = (description: string) => Type.Unsafe<Record<string, unknown>>({ type: 'object', description });
 /** A schema shown once under components.schemas, named where it is used. */
 export const ref = <T>(name: string) => Type.Unsafe<T>({ $ref: `#/components/schemas/${name}` });

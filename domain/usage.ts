@@ -1,10 +1,8 @@
+import type { Static } from '@sinclair/typebox';
+import type { UsageShape } from './runResponse';
 /** Token usage, as providers report it and as runs are billed. */
-export interface Usage {
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  cached_tokens: number;
-}
+/** A run's token usage (its shape: domain/runResponse.ts). */
+export type Usage = Static<typeof UsageShape>;
 
 export const ZERO_USAGE: Usage = { input_tokens: 0, output_tokens: 0, total_tokens: 0, cached_tokens: 0 };
 

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { API_WAIT_GRACE_MS, WORKER_SHUTDOWN_GRACE_MS } from '../domain/timings';
+import { DEFAULT_MAX_MODEL_CALLS, DEFAULT_MODEL_CALLS_CEILING } from '../domain/limits';
 import { temporalConnectionOptions, type TemporalConnectionOptions } from './temporalConnection';
+import { modelProvidersFrom, type ModelProviders } from './modelProviders';
 
 /** The operator contract's environment variables (DESIGN.md §3), read once with their defaults. */
 function int(name: string, fallback: number): number {
@@ -58,6 +60,12 @@ function workerCapacity(): Config['worker'] {
   };
 }
 
+/** RUN_MODEL_CALLS_DEFAULT and RUN_MODEL_CALLS_MAX: at least one call each, and the default never above the ceiling. */
+function runLimitsConfig(): Config['runLimits'] {
+  const modelCallsCeiling = Math.max(1, int('RUN_MODEL_CALLS_MAX', DEFAULT_MODEL_CALLS_CEILING));
+  return { defaultModelCalls: Math.min(modelCallsCeiling, Math.max(1, int('RUN_MODEL_CALLS_DEFAULT', DEFAULT_MAX_MODEL_CALLS))), modelCallsCeiling };
+}
+
 export interface Config {
   port: number;
   databaseUrl: string;
@@ -68,6 +76,8 @@ export interface Config {
   modelProvider: 'local' | 'openai';
   modelBaseUrl: string | undefined;
   modelApiKey: string;
+  /** MODEL_PROVIDERS, or the one provider `default` of MODEL_BASE_URL and MODEL_API_KEY (infra/modelProviders.ts). */
+  modelProviders: ModelProviders;
   /** How structured output is asked of an OpenAI-compatible provider (activities/providers/openai.ts). */
   modelStructuredOutput: 'auto' | 'json_schema' | 'json_object';
   /** The model's context window in tokens (MODEL_CONTEXT_TOKENS); unset, it is asked of the provider (infra/modelWindow.ts). */
@@ -78,6 +88,8 @@ export interface Config {
   publicBaseUrl: string;
   sseKeepaliveMs: number;
   rateLimits: { credential: number; tenant: number; tenantEndpoint: number; agent: number; principal: number };
+  /** Model calls a run makes at most when its agent sets no max_model_calls, and the most an agent may set (domain/limits.ts). */
+  runLimits: { defaultModelCalls: number; modelCallsCeiling: number };
   webhookAllowPrivateTargets: boolean;
   mcpAllowedOrigins: string[];
   logLevel: string;
@@ -149,6 +161,7 @@ export interface Config {
 
 export function loadConfig(): Config {
   const provider = str('MODEL_PROVIDER', 'local');
+  const modelProviders = modelProvidersFrom(process.env);
   if (provider !== 'local' && provider !== 'openai') throw new Error(`MODEL_PROVIDER must be local or openai, got "${provider}"`);
   const port = int('PORT', 8080);
   return {
@@ -157,9 +170,11 @@ export function loadConfig(): Config {
     redisUrl: str('REDIS_URL', 'redis://127.0.0.1:6379'),
     temporal: temporalConnectionOptions(),
     temporalNamespace: str('TEMPORAL_NAMESPACE', 'default'),
-    modelProvider: provider,
-    modelBaseUrl: process.env.MODEL_BASE_URL || undefined,
-    modelApiKey: str('MODEL_API_KEY', 'unset'),
+    // Declared providers are OpenAI-compatible; the first is the one asked for the model's window (infra/modelWindow.ts).
+    modelProvider: modelProviders.declared ? 'openai' : provider,
+    modelBaseUrl: modelProviders.declared ? modelProviders.providers[0].baseUrl : process.env.MODEL_BASE_URL || undefined,
+    modelApiKey: modelProviders.declared ? modelProviders.providers[0].apiKey : str('MODEL_API_KEY', 'unset'),
+    modelProviders,
     modelStructuredOutput: oneOf('MODEL_STRUCTURED_OUTPUT', ['auto', 'json_schema', 'json_object'] as const, 'auto'),
     modelContextTokens: process.env.MODEL_CONTEXT_TOKENS ? Math.max(256, int('MODEL_CONTEXT_TOKENS', 0)) : undefined,
     modelJsonObjectGrammar: process.env.MODEL_JSON_OBJECT_GRAMMAR ? readFileSync(process.env.MODEL_JSON_OBJECT_GRAMMAR, 'utf8') : undefined,
@@ -173,6 +188,7 @@ export function loadConfig(): Config {
       agent: int('RATE_LIMIT_AGENT', 300),
       principal: int('RATE_LIMIT_PRINCIPAL', 60),
     },
+    runLimits: runLimitsConfig(),
     webhookAllowPrivateTargets: flag('WEBHOOK_ALLOW_PRIVATE_TARGETS'),
     mcpAllowedOrigins: str('MCP_ALLOWED_ORIGINS', '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: str('LOG_LEVEL', 'info'),

@@ -1,4 +1,6 @@
-import { chooseConfiguration, type AgentConfig, type ConfigurationChoice } from '../domain/agents';
+import { chooseConfiguration, DEFAULT_MAX_OUTPUT_TOKENS, type AgentConfig, type ConfigurationChoice } from '../domain/agents';
+import { runLimits } from '../domain/limits';
+import { config as serviceConfig } from '../infra/config';
 import { costInputOf, maxRunCost } from '../domain/billing';
 import { ServiceError } from '../domain/errors';
 import { hasPrefix, mintTraceId } from '../domain/ids';
@@ -54,6 +56,12 @@ function configurationFor(agent: RunnableAgent, choice: ConfigurationChoice): { 
   if (choice === 'draft') return { version: agent.publishedVersion + (agent.draftChanged ? 1 : 0), config: agent.draftConfig };
   if (!agent.publishedConfig) throw new ServiceError('agent_not_available', 'Agent has no published version.');
   return { version: agent.publishedVersion, config: agent.publishedConfig };
+}
+
+/** The configuration with a `/v1` caller's output cap, which may only lower the agent's (its hold and each call's cap follow). */
+function lowerOutputCap(config: AgentConfig, callerCap: number | undefined): AgentConfig {
+  if (callerCap === undefined || callerCap >= (config.max_output_tokens ?? DEFAULT_MAX_OUTPUT_TOKENS)) return config;
+  return { ...config, max_output_tokens: callerCap };
 }
 
 /** Whether the resource is in the knowledge the run retrieves from (a document indexed in, or one of, its collections). */
@@ -118,14 +126,17 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
   const agent = await findRunnableAgent(workspace.id, target.agentPublicId);
   if (!agent) throw notFound('agent_not_found');
   const choice = chooseConfiguration(agent.status, request.options.preview, who.scopes.has('agent:preview'));
-  const { version, config } = configurationFor(agent, choice);
+  const configured = configurationFor(agent, choice);
+  const { version } = configured;
+  const limits = runLimits(configured.config.limits, serviceConfig().runLimits, request.callerLimits);
+  const config = lowerOutputCap(configured.config, request.callerLimits?.max_output_tokens);
   const knowledge = knowledgePlan(config, request.options.knowledgePolicy);
   const resourceId = await requireReachable(workspace.id, request.requestContext.resource_id, knowledge);
   await begin();
   // Billing gate: the run's maximum cost is held from the balance atomically, so concurrent runs can
   // never spend more than there is; a workspace that cannot cover it is refused before anything runs.
   const contextTokens = await modelWindow();
-  const maximum = maxRunCost(costInputOf({ config, kind: target.kind, input: request.input, attachments: request.attachments, options: request.options, exchange: request.exchange, contextTokens }));
+  const maximum = maxRunCost(costInputOf({ config, kind: target.kind, input: request.input, attachments: request.attachments, options: request.options, exchange: request.exchange, contextTokens, limits }));
   const { held, turn, conversation } = await holdCredits(workspace.id, runId, maximum, target);
   if (!held) {
     throw new ServiceError('usage_blocked', `The workspace's balance does not cover this run (it may cost up to ${maximum} credits); add credits to run agents.`);
@@ -151,5 +162,6 @@ export async function planRun(who: RunRequester, request: ExecutionRequest, targ
     acceptedAt: Date.now(),
     contextTokens,
     ...(turn && { turn }),
+    limits,
   };
 }

@@ -9,7 +9,9 @@ import { RunEvents } from '../activities/runEvents';
 import { RUN_EVENTS_TTL_S, runEventsKey } from '../domain/streamEvents';
 import { openRunsOlderThan } from '../db/runs';
 import { parseAgentConfig } from '../contract/agentConfig';
-import { costInputOf, maxRunCost } from '../domain/billing';
+import { costInputOf, heldWhileWaiting, maxRunCost } from '../domain/billing';
+import { runLimits } from '../domain/limits';
+import { config as serviceConfig } from '../infra/config';
 import { dataConverter } from '../infra/payloadCodec';
 import { startRun } from '../workflows/agentRun.client';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -87,11 +89,12 @@ describe('tool calls that wait for people', () => {
     expect(receivedFor(order)).toEqual([]);
     expect((await readRun(t, runId)).required_action).toEqual(first.body.required_action);
 
-    // The hold while it waits: what the first call consumed, and the most its four remaining calls may cost.
+    // The hold while it waits: what the first call consumed, and the most its remaining calls may cost (less than the whole hold).
     const config = parseAgentConfig({ model: t.model, ...refundTool() });
-    const maximum = maxRunCost(costInputOf({ config, kind: 'response', input: 'Refund my order', attachments: [], options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } } }));
+    const cost = costInputOf({ config, kind: 'response', input: 'Refund my order', attachments: [], options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } }, limits: runLimits(undefined, serviceConfig().runLimits) });
     const [held] = await db().query<{ credits: string }>('SELECT credits FROM credit_reservations WHERE run_public_id = :runId', { replacements: { runId }, type: QueryTypes.SELECT });
-    expect(Number(held.credits)).toBe(50 + (4 * maximum) / 5);
+    expect(Number(held.credits)).toBe(heldWhileWaiting(cost, 1, 50));
+    expect(Number(held.credits)).toBeLessThan(maxRunCost(cost));
 
     // The partner hears of it, without the model's arguments.
     const [event] = await db().query<{ envelope: { data: { object: Record<string, unknown> } } }>(

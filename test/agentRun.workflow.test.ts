@@ -111,11 +111,46 @@ describe('agentRun, activities stubbed', () => {
     expect(seen.calls[2].toolTurns.map((t) => t.role)).toEqual(['assistant', 'tool', 'assistant', 'tool']);
   });
 
-  it(`ends with tool_execution_failed after ${MAX_TOOL_ROUNDS} tool rounds without an answer`, async () => {
-    const { seen, activities } = stubbed(Array.from({ length: MAX_TOOL_ROUNDS + 2 }, () => toolCall('lookup')));
+  it('ends at its model calls, completed and incomplete, keeping what the model said: no call after the limit', async () => {
+    const replies = Array.from({ length: 20 }, (_, i) => ({ ...toolCall('lookup'), text: `step ${i + 1}` }));
+    const { seen, activities } = stubbed(replies);
+    const outcome = await runWorkflow({ ...inputWith({}, { tools: [LOOKUP] }), limits: { max_model_calls: 5 } }, activities);
+    expect(outcome.error).toBeUndefined();
+    expect(seen.calls).toHaveLength(5);
+    // The fifth reply's call is not made: no model call could read its result.
+    expect(seen.tools).toHaveLength(4);
+    expect(seen.settlement).toMatchObject({ status: 'completed', incomplete: 'max_model_calls', output: [{ type: 'text', text: ['step 1', 'step 2', 'step 3', 'step 4', 'step 5'].join('\n\n') }] });
+  });
+
+  it('ends at a reply whose calls would pass max_tool_calls, making none of them (parallel calls counted)', async () => {
+    const two = { toolCalls: [0, 1].map((n) => ({ id: `call_${n}`, name: 'lookup', arguments: '{}' })) };
+    const { seen, activities } = stubbed([two, two, { text: 'never asked' }]);
+    await runWorkflow({ ...inputWith({}, { tools: [LOOKUP] }), limits: { max_model_calls: 16, max_tool_calls: 3 } }, activities);
+    expect(seen.tools).toHaveLength(2);
+    expect(seen.calls).toHaveLength(2);
+    expect(seen.settlement).toMatchObject({ status: 'completed', incomplete: 'max_tool_calls', output: [] });
+  });
+
+  it('ends once its credits or its output tokens are spent, before the next call', async () => {
+    const credits = stubbed(Array.from({ length: 10 }, () => toolCall('lookup')));
+    // Each call uses 5 credits: at 12, the third call (15 spent) is the last.
+    await runWorkflow({ ...inputWith({}, { tools: [LOOKUP] }), limits: { max_model_calls: 16, max_run_credits: 12 } }, credits.activities);
+    expect(credits.seen.calls).toHaveLength(3);
+    expect(credits.seen.tools).toHaveLength(2);
+    expect(credits.seen.settlement).toMatchObject({ status: 'completed', incomplete: 'max_run_credits' });
+    const output = stubbed(Array.from({ length: 10 }, () => toolCall('lookup')));
+    // Each call writes 2 tokens: at 4, the second call is the last.
+    await runWorkflow({ ...inputWith({}, { tools: [LOOKUP] }), limits: { max_model_calls: 16, max_output_tokens_total: 4 } }, output.activities);
+    expect(output.seen.calls).toHaveLength(2);
+    expect(output.seen.settlement).toMatchObject({ status: 'completed', incomplete: 'max_output_tokens_total' });
+  });
+
+  it(`a run planned before limits makes the calls its hold counted (the first, ${MAX_TOOL_ROUNDS} tool rounds, the repair), then ends`, async () => {
+    const { seen, activities } = stubbed(Array.from({ length: 12 }, () => toolCall('lookup')));
     const outcome = await runWorkflow(inputWith({}, { tools: [LOOKUP] }), activities);
-    expect(outcome.error?.code).toBe('tool_execution_failed');
-    expect(seen.tools).toHaveLength(MAX_TOOL_ROUNDS);
+    expect(outcome.error).toBeUndefined();
+    expect(seen.calls).toHaveLength(MAX_TOOL_ROUNDS + 2);
+    expect(seen.settlement).toMatchObject({ status: 'completed', incomplete: 'max_model_calls' });
   });
 
   it('hands off: the assistant stops, the handoff is an output item and goes to the settlement', async () => {

@@ -5,10 +5,11 @@ import { QueryTypes } from 'sequelize';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
 import { callTool, toolSecret } from '../activities/tools';
-import { resetConfig } from '../infra/config';
+import { config as serviceConfig, resetConfig } from '../infra/config';
 import { db } from '../db/sequelize';
 import { parseAgentConfig } from '../contract/agentConfig';
 import { costInputOf, maxRunCost } from '../domain/billing';
+import { runLimits } from '../domain/limits';
 import { call, closeAll, providerRequests, scriptModel, startApi, tenant } from './support/stack';
 import { allFrames, openStream } from './support/sse';
 
@@ -87,7 +88,7 @@ describe('tools', () => {
       const tools = [{ type: 'http', name: 'read_page', description: 'Read a page', parameters: { type: 'object', properties: { n: { type: 'integer' } } }, url: `http://127.0.0.1:${(cjk.address() as AddressInfo).port}/page` }];
       const calls = [1, 2].map((n) => ({ name: 'read_page', arguments: JSON.stringify({ n }) }));
       const config = parseAgentConfig({ model: 'x', tools });
-      const firstHold = maxRunCost(costInputOf({ config, kind: 'response', input: 'Read pages 1 and 2', attachments: [], options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } } }));
+      const firstHold = maxRunCost(costInputOf({ config, kind: 'response', input: 'Read pages 1 and 2', attachments: [], options: { knowledgePolicy: 'auto', memoryPolicy: 'auto', toolPolicy: 'auto', preview: false, stream: false, timeoutMs: 60000, responseFormat: { type: 'text' } }, limits: runLimits(undefined, serviceConfig().runLimits) }));
       // The call after the round reports more than the first hold: only a raised hold lets it all be charged.
       const ask = async (credits?: number) => {
         const t = await tenant({ config: { tools }, ...(credits !== undefined && { credits }) });

@@ -1,4 +1,5 @@
 import { defineSignal, defineUpdate } from '@temporalio/workflow';
+import { toolRoundsOf } from '../domain/limits';
 import { longestWaitMs, type ActionAnswer, type ActionOutcome } from '../domain/actions';
 import type { RunInput, RunOutcome, RunResponse } from '../domain/runs';
 import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
@@ -46,7 +47,7 @@ export function runStartOptions(input: RunInput, taskQueue: string = RUN_QUEUE) 
     workflowId: input.runId,
     args: [input] as [RunInput],
     // A run that may wait for people has room for its waits (the wait is not part of timeout_ms).
-    workflowExecutionTimeout: input.options.timeoutMs + RUN_EXECUTION_MARGIN_MS + longestWaitMs(input.agent.config),
+    workflowExecutionTimeout: input.options.timeoutMs + RUN_EXECUTION_MARGIN_MS + longestWaitMs(input.agent.config, toolRoundsOf(input.limits)),
     typedSearchAttributes: [
       { key: SEARCH_ATTRIBUTES.workspaceId, value: input.workspace.publicId },
       { key: SEARCH_ATTRIBUTES.agentId, value: input.agent.publicId },

@@ -14,12 +14,15 @@ import {
 import type * as activities from '../activities';
 import type { BegunRun } from '../activities/runs';
 import { ERROR_TABLE, isErrorCode, type ErrorCode } from '../domain/errors';
-import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type IncompleteReason, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
+import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, type OutputItem, type RunInput, type RunOutcome } from '../domain/runs';
+import { type IncompleteReason } from '../domain/runResponse';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, DEPENDENCY_RETRY_MAX_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from '../domain/timings';
 import { answerAction, turnEnded } from './agentRun.options';
-import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionStatus, type ActionType, type RequiredCall } from '../domain/actions';
-import { callsLeft, costInputOf, creditsFor, TOOL_RESULT_TOKENS, toolRoundExcess } from '../domain/billing';
+import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionStatus, type RequiredCall } from '../domain/actions';
+import { type ActionType } from '../domain/actionTypes';
+import { callsLeft, costInputOf, creditsFor, maxRunCost, TOOL_RESULT_TOKENS, toolRoundExcess } from '../domain/billing';
+import { passesToolLimit, spentBeforeCall, type LimitReason, type RunLimits } from '../domain/limits';
 import type { TurnRef } from '../domain/turns';
 import { findTool, fitToolResults, MAX_TOOL_ROUNDS, toolSpecs, type ToolCall, type ToolTurn } from '../domain/tools';
 import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge';
@@ -60,6 +63,8 @@ const CANCEL_RECORD_PATCH = 'record-cancel';
 const PARALLEL_TOOLS_PATCH = 'parallel-tool-calls';
 /** Runs begun before a round's tool results were held for (or cut) send them to the model whole. */
 const TOOL_RESULTS_HOLD_PATCH = 'tool-results-hold';
+/** Runs begun before their limits (domain/limits.ts) failed after MAX_TOOL_ROUNDS tool rounds, and had no other bound. */
+const LIMITS_PATCH = 'run-limits';
 
 /**
  * Bookkeeping in PostgreSQL and Redis: short and idempotent, so retried until it succeeds, at most
@@ -194,6 +199,12 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   const toolNames: string[] = [];
   let handoff: { reason: string } | undefined;
   let calls = 0;
+  /** Tool calls the model asked for and the run made (every call of a reply, parallel ones included). */
+  let toolCallsMade = 0;
+  /** What the model said so far, reply by reply: the output a run ended at a limit keeps. */
+  const said: string[] = [];
+  // A run planned before limits has the calls its hold counted (the first, MAX_TOOL_ROUNDS rounds, the repair).
+  const limits: RunLimits = input.limits ?? { max_model_calls: 1 + MAX_TOOL_ROUNDS + REPAIR_ATTEMPTS };
   /** What the run held more, for each later model call, for large tool results (heldFor). */
   let extraPerCall = 0;
   const knowledge = knowledgePlan(input.agent.config, input.options.knowledgePolicy);
@@ -258,6 +269,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       reply = await modelCalls(summary).generate({ ...call, runId: input.runId, traceId: input.traceId, config: input.agent.config, input: input.input, attachments: input.attachments, historyFrom, contextTokens: input.contextTokens, exchange: input.exchange });
     }
     usage = addUsage(usage, reply.usage);
+    if (reply.text) said.push(reply.text);
     usageEstimated ||= reply.usageEstimated === true;
     historyOmitted = Math.max(historyOmitted, reply.historyOmitted ?? 0);
     model = reply.model;
@@ -435,12 +447,30 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   async function heldFor(results: string[]): Promise<string[]> {
     const excess = toolRoundExcess(results);
     if (excess === 0 || !patched(TOOL_RESULTS_HOLD_PATCH)) return results;
-    const credits = excess * callsLeft(costInputOf({ ...input, config: input.agent.config }), calls);
+    const cost = costInputOf({ ...input, config: input.agent.config });
+    // A run that holds its budget (max_run_credits) is charged no more whatever it sends: it ends at the budget instead.
+    if (input.limits?.max_run_credits !== undefined && maxRunCost(cost) === input.limits.max_run_credits) return results;
+    const credits = excess * callsLeft(cost, calls);
     if (!(await holdForToolResults({ runId: input.runId, credits }))) return fitToolResults(results, TOOL_RESULT_TOKENS);
     // Kept when the hold is lowered for a wait for people.
     extraPerCall += excess;
     return results;
   }
+
+  /**
+   * The limit the run has reached before its next model call, if any (its budgets: domain/limits.ts).
+   * Runs begun before limits had none but MAX_TOOL_ROUNDS.
+   */
+  const spending = () => ({ calls, credits: creditsFor(usage), outputTokens: usage.output_tokens });
+  const spent = (): LimitReason | undefined => {
+    const reason = spentBeforeCall(limits, spending());
+    return reason && patched(LIMITS_PATCH) ? reason : undefined;
+  };
+  /** The run ends at a limit, completed and incomplete: what the model said so far is its output, and no other call is made. */
+  const stopAt = (reason: LimitReason): OutputItem[] => {
+    incomplete = reason;
+    return said.length > 0 ? [{ type: 'text', text: said.join('\n\n') }] : [];
+  };
 
   async function respond(): Promise<OutputItem[] | Failure> {
     const waited = input.turn && (await awaitTurn(input.turn));
@@ -451,11 +481,16 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
     if (unreachable) return unreachable;
     let reply = await ask();
     for (let round = 0; reply.toolCalls.length > 0; round++) {
-      if (round === MAX_TOOL_ROUNDS) return { code: 'tool_execution_failed', message: `The agent did not answer within ${MAX_TOOL_ROUNDS} tool rounds.` };
+      if (round === MAX_TOOL_ROUNDS && !patched(LIMITS_PATCH)) return { code: 'tool_execution_failed', message: `The agent did not answer within ${MAX_TOOL_ROUNDS} tool rounds.` };
+      // A reply whose calls would pass max_tool_calls ends the run there, and so does one whose results no
+      // model call could read (a limit is spent): none of its calls is made (docs/api.md, "Budgets and limits").
+      const reached = passesToolLimit(limits, toolCallsMade, reply.toolCalls.length) ? 'max_tool_calls' : spentBeforeCall(limits, spending());
+      if (reached && patched(LIMITS_PATCH)) return stopAt(reached);
       toolTurns.push({ role: 'assistant', content: reply.text || null, tool_calls: reply.toolCalls });
       await awaitPeople(round, reply.toolCalls);
       // The calls of one reply run at once, each its own activity; their results go back in the model's order.
       const results: (string | Failure)[] = patched(PARALLEL_TOOLS_PATCH) ? await Promise.all(reply.toolCalls.map(useTool)) : await oneAfterAnother(reply.toolCalls, useTool);
+      toolCallsMade += reply.toolCalls.length;
       const failure = results.find((result): result is Failure => typeof result !== 'string');
       if (failure) return failure;
       for (const [i, result] of (await heldFor(results as string[])).entries()) toolTurns.push({ role: 'tool', content: result, tool_call_id: reply.toolCalls[i].id });
@@ -463,6 +498,8 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
       reply = await ask();
     }
     for (let repair = 0; !reply.check.ok && repair < REPAIR_ATTEMPTS; repair++) {
+      const reached = spent();
+      if (reached) return stopAt(reached);
       reply = await ask({ previous: reply.text, problems: reply.check.problems });
     }
     if (!reply.check.ok) {

@@ -1,15 +1,48 @@
 import { config } from '../../infra/config';
+import { modelRoute, type ProviderNames } from '../../domain/modelRoutes';
 import { LocalProvider } from './local';
 import { OpenAIProvider } from './openai';
 import type { ModelProvider } from './types';
 
-let provider: ModelProvider | undefined;
+/** A provider as the router calls it: its name, and whether failures open its circuit (declared providers only: activities/providers/health.ts). */
+export interface NamedProvider {
+  name: string;
+  provider: ModelProvider;
+  circuit: boolean;
+}
 
-/** The provider MODEL_PROVIDER names, built once per worker process. */
-export function modelProvider(): ModelProvider {
-  if (!provider) {
+interface Providers {
+  byName: Map<string, NamedProvider>;
+  names: ProviderNames;
+}
+
+let providers: Providers | undefined;
+
+/**
+ * The providers of MODEL_PROVIDERS, or the one MODEL_PROVIDER names (`default`, as before), built
+ * once per worker process.
+ */
+export function modelProviders(): Providers {
+  if (!providers) {
     const c = config();
-    provider = c.modelProvider === 'openai' ? new OpenAIProvider({ baseURL: c.modelBaseUrl, apiKey: c.modelApiKey, structuredOutput: c.modelStructuredOutput, jsonObjectGrammar: c.modelJsonObjectGrammar }) : new LocalProvider();
+    const { declared } = c.modelProviders;
+    const options = { structuredOutput: c.modelStructuredOutput, jsonObjectGrammar: c.modelJsonObjectGrammar };
+    const built = declared
+      ? c.modelProviders.providers.map((p) => ({ name: p.name, provider: new OpenAIProvider({ baseURL: p.baseUrl, apiKey: p.apiKey, ...options }) as ModelProvider, circuit: true }))
+      : [{ name: 'default', provider: c.modelProvider === 'openai' ? new OpenAIProvider({ baseURL: c.modelBaseUrl, apiKey: c.modelApiKey, ...options }) : new LocalProvider(), circuit: false }];
+    providers = { byName: new Map(built.map((p) => [p.name, p])), names: { names: built.map((p) => p.name), declared } };
   }
-  return provider;
+  return providers;
+}
+
+/** The first provider: the one bare model names go to. */
+export function modelProvider(): ModelProvider {
+  const { byName, names } = modelProviders();
+  return byName.get(names.names[0])!.provider;
+}
+
+/** The provider a model name goes to first (its prompt is counted by that provider's server). */
+export function providerOf(model: string): ModelProvider {
+  const { byName, names } = modelProviders();
+  return byName.get(modelRoute(model, [], names)[0].provider)!.provider;
 }

@@ -4,7 +4,7 @@ import type { ChatCompletionCreateParams, ChatCompletionMessageParam } from 'ope
 import type { Usage } from '../../domain/usage';
 import { logger } from '../../infra/logger';
 import { traceHeaders } from '../../infra/tracing';
-import { ProviderError, type ChatMessage, type ModelProvider, type ModelReply, type ModelRequest, type ProviderFormat, type ToolCall } from './types';
+import { ProviderError, type ChatMessage, type ProviderErrorClass, type ModelProvider, type ModelReply, type ModelRequest, type ProviderFormat, type ToolCall } from './types';
 
 /** How structured output is asked for: `auto` sends the schema and falls back to json_object where a provider refuses it. */
 export type StructuredOutputMode = 'auto' | 'json_schema' | 'json_object';
@@ -19,13 +19,34 @@ function usageOf(raw: OpenAI.CompletionUsage | null | undefined): Usage | undefi
   };
 }
 
+/** Retry-After in milliseconds: OpenAI's `retry-after-ms`, else `Retry-After` in seconds or as an HTTP date. */
+export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+  const ms = Number(headers?.get('retry-after-ms') ?? NaN);
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const raw = headers?.get('retry-after');
+  if (!raw) return undefined;
+  const seconds = Number(raw);
+  if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : undefined;
+  const at = Date.parse(raw);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function errorClass(status: number): ProviderErrorClass {
+  if (status === 429) return 'rate_limited';
+  if (status === 408) return 'timeout';
+  if (status >= 500 || status === 0) return 'server';
+  return status >= 400 && status < 500 && status !== 409 ? 'client' : 'other';
+}
+
 function toProviderError(err: unknown): Error {
   if (err instanceof OpenAI.APIUserAbortError) return err;
-  if (err instanceof OpenAI.APIConnectionError) return new ProviderError(`provider unreachable: ${err.message}`, true);
+  if (err instanceof OpenAI.APIConnectionTimeoutError) return new ProviderError(`provider timed out: ${err.message}`, true, undefined, 'timeout');
+  if (err instanceof OpenAI.APIConnectionError) return new ProviderError(`provider unreachable: ${err.message}`, true, undefined, 'connection');
   if (err instanceof OpenAI.APIError) {
     const status = err.status ?? 0;
     const retryable = status >= 500 || status === 429 || status === 408 || status === 409 || status === 0;
-    return new ProviderError(`provider answered ${status || 'an error'}`, retryable, status || undefined);
+    // The provider's own pacing: kept so every worker waits it out (activities/providers/health.ts).
+    return new ProviderError(`provider answered ${status || 'an error'}`, retryable, status || undefined, errorClass(status), retryAfterMs(err.headers));
   }
   return new ProviderError(`provider call failed: ${(err as Error)?.message ?? String(err)}`, true);
 }

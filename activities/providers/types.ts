@@ -39,9 +39,25 @@ export interface ModelReply {
   model: string;
 }
 
+/**
+ * What kind of failure a provider's is, which decides what the service does next
+ * (activities/providers/router.ts): `rate_limited` (429), `server` (5xx), `timeout` and `connection`
+ * go to a fallback model and count against the provider; `client` (a 4xx: the request is wrong) and
+ * `other` do neither.
+ */
+export type ProviderErrorClass = 'rate_limited' | 'server' | 'timeout' | 'connection' | 'client' | 'other';
+
 /** A provider failure; `retryable` says whether another attempt may succeed (5xx, 429, network). */
 export class ProviderError extends Error {
-  constructor(message: string, readonly retryable: boolean, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly status?: number,
+    /** Undefined for errors made before failures had a class: treated as `other`. */
+    readonly errorClass?: ProviderErrorClass,
+    /** The provider's Retry-After (or retry-after-ms), in milliseconds, when it sent one. */
+    readonly retryAfterMs?: number,
+  ) {
     super(message);
     this.name = 'ProviderError';
   }

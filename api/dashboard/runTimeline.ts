@@ -5,6 +5,8 @@ import type { temporal as proto } from '@temporalio/proto';
 import { payloadCodec } from '../../infra/payloadCodec';
 import { temporal } from '../../infra/temporalClient';
 import type { Usage } from '../../domain/usage';
+import type { IncompleteReason } from '../../domain/runResponse';
+import type { LimitReason } from '../../domain/limits';
 
 /**
  * A run's steps, read from its own workflow history: each activity the run scheduled (a model call,
@@ -33,7 +35,33 @@ export interface TimelineStep {
   /** A failure's type: the error code the run reports (tool_execution_failed, provider_unavailable…). */
   errorCode?: string;
   tokens?: { input: number; output: number };
+  /** For a model call: the model that answered, and how it was routed (a fallback taken, a wait for a provider: activities/providers/router.ts). */
+  model?: string;
+  route?: string;
 }
+
+/** A routed call's note in words: `fell back from a/stub-model; waited 1200 ms for a provider`. */
+export function routeText(route: { fellBackFrom?: string[]; waitedMs?: number } | undefined): string | undefined {
+  const parts = [...(route?.fellBackFrom?.length ? [`fell back from ${route.fellBackFrom.join(', ')}`] : []), ...(route?.waitedMs ? [`waited ${route.waitedMs} ms for a provider`] : [])];
+  return parts.length > 0 ? parts.join('; ') : undefined;
+}
+
+/**
+ * What ended a completed run that is unfinished, for its settled row: the limit it reached (no call
+ * was made after it), or the output cap its answer stopped at. Read from the run's record.
+ */
+export function stoppedBy(reason: IncompleteReason | null | undefined): string | undefined {
+  if (!reason) return undefined;
+  if (reason === 'max_output_tokens') return "its answer stopped at the output cap (max_output_tokens)";
+  return `it reached its limit ${reason} (${LIMIT_ENDS[reason]}): no call was made after it`;
+}
+
+const LIMIT_ENDS: Record<LimitReason, string> = {
+  max_tool_calls: 'the model asked for more tool calls than it allows',
+  max_model_calls: 'every model call it allows was made',
+  max_run_credits: 'its credits were spent',
+  max_output_tokens_total: 'its output tokens were spent',
+};
 
 const KINDS: Record<string, TimelineStep['kind']> = { startRun: 'model_call', generate: 'model_call', callTool: 'tool_call', callMcpTool: 'tool_call', retrieveKnowledge: 'retrieval' };
 
@@ -80,8 +108,12 @@ export async function runTimeline(runId: string): Promise<RunTimeline | undefine
     if (e.activityTaskCompletedEventAttributes) {
       step.status = 'completed';
       if (step.kind === 'model_call') {
-        const usage = (await opened<{ usage?: Usage }>(e.activityTaskCompletedEventAttributes.result?.payloads?.[0]))?.usage;
+        const result = await opened<{ usage?: Usage; model?: string; route?: { fellBackFrom?: string[]; waitedMs?: number } }>(e.activityTaskCompletedEventAttributes.result?.payloads?.[0]);
+        const usage = result?.usage;
         if (usage) step.tokens = { input: usage.input_tokens, output: usage.output_tokens };
+        if (result?.model) step.model = result.model;
+        const route = routeText(result?.route);
+        if (route) step.route = route;
       }
     } else if (e.activityTaskFailedEventAttributes) {
       step.status = 'failed';

@@ -7,6 +7,7 @@ import { parseResponseFormat, type ExecutionRequest } from '../../contract/runti
 import type { StreamWire } from '../execution/streaming';
 import { openAiErrorBody } from './errors';
 import type { ChatCompletionBody, ChatMessageIn } from '../routes/v1/schema';
+import type { ChatCompletionObject } from './shapes';
 
 /** The longest a /v1 run may take: its callers cannot say (the spec's bound; the SDKs wait 10 minutes). */
 export const V1_TIMEOUT_MS = 120_000;
@@ -75,7 +76,14 @@ export function chatExecutionRequest(body: ChatCompletionBody): ExecutionRequest
     requestContext: {},
     exchange,
     options: chatOptions(body),
+    ...outputLimit(body),
   };
+}
+
+/** max_completion_tokens and max_tokens lower the agent's output limits (the lower of the two when both are sent). */
+function outputLimit(body: ChatCompletionBody): Pick<ExecutionRequest, 'callerLimits'> {
+  const given = [body.max_completion_tokens, body.max_tokens].filter((n): n is number => typeof n === 'number');
+  return given.length > 0 ? { callerLimits: { max_output_tokens: Math.min(...given) } } : {};
 }
 
 /** The run's answer as the assistant message's content and refusal. */
@@ -154,7 +162,7 @@ export function waitingForApprover(run: RunResponse): ServiceError {
 }
 
 /** A run as OpenAI's chat.completion object; `model` as the caller named the agent, the id the run's. */
-export function chatCompletion(run: RunResponse, model: string) {
+export function chatCompletion(run: RunResponse, model: string): ChatCompletionObject {
   const calls = toolCallsOf(run);
   const message = messageOf(run.output);
   return {

@@ -2,6 +2,7 @@ import { notFound } from '../../callers/tenancy';
 import { ServiceError } from '../../domain/errors';
 import { hasPrefix } from '../../domain/ids';
 import { agentNamed, type ModelListing } from '../../db/agents';
+import type { ModelObject } from './shapes';
 
 /**
  * The agent a `model` names: its id, or its name where the workspace has one agent of that name.
@@ -15,6 +16,6 @@ export async function agentOfModel(workspaceId: number, model: string): Promise<
 }
 
 /** An agent as OpenAI's model object: its id is the agent's, and the workspace owns it. */
-export function modelObject(agent: ModelListing, workspacePublicId: string) {
+export function modelObject(agent: ModelListing, workspacePublicId: string): ModelObject {
   return { id: agent.public_id, object: 'model', created: Math.floor(agent.created_at.getTime() / 1000), owned_by: workspacePublicId, name: agent.name };
 }

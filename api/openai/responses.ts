@@ -6,9 +6,10 @@ import type { ChatMessageIn, ResponseBody } from '../routes/v1/schema';
 import type { ActionAnswer } from '../../domain/actions';
 import { cappedToolOutput, exchangeOf, oneRun, toolCallsOf, toolOutputOf } from './chatCompletions';
 import { approvalAnswerOf, approvalRequestsOf } from './approvals';
+import type { ResponseObject } from './shapes';
 
 /** OpenAI's response statuses, by the run's. */
-const STATUS: Record<RunStatus, string> = { queued: 'queued', running: 'in_progress', completed: 'completed', failed: 'failed', blocked: 'failed', cancelled: 'cancelled' };
+const STATUS: Record<RunStatus, ResponseObject['status']> = { queued: 'queued', running: 'in_progress', completed: 'completed', failed: 'failed', blocked: 'failed', cancelled: 'cancelled' };
 
 type InputItem = NonNullable<Exclude<ResponseBody['input'], string>>[number];
 
@@ -71,7 +72,7 @@ export function responseExchange(body: ResponseBody, continuing: boolean): { inp
  * A run's output as OpenAI's output items: one assistant message (text, JSON text, or a refusal), or
  * the calls it waits on: the function calls its caller runs, the approval requests an approver answers.
  */
-function outputOf(run: RunResponse): unknown[] {
+function outputOf(run: RunResponse): ResponseObject['output'] {
   const calls = toolCallsOf(run);
   const approvals = approvalRequestsOf(run);
   if (calls.length > 0 || approvals.length > 0) return [...calls.map((c) => ({ type: 'function_call', id: `fc_${c.id}`, call_id: c.id, name: c.name, arguments: c.arguments, status: 'completed' })), ...approvals];
@@ -89,13 +90,13 @@ function contentOf(item: OutputItem) {
  * with function calls is; one waiting for an approver is `in_progress`, as it is (a poller goes on,
  * and sees the answer once the approver decides); one cut at its output cap `incomplete`.
  */
-function statusOf(run: RunResponse): string {
+function statusOf(run: RunResponse): ResponseObject['status'] {
   if (run.required_action) return approvalRequestsOf(run).length > 0 ? 'in_progress' : 'completed';
   return run.incomplete_details ? 'incomplete' : STATUS[run.status];
 }
 
 /** A run as OpenAI's response object; `model` as the request named the agent. */
-export function responseObject(run: RunResponse, o: { model: string; previousResponseId?: string | null; store: boolean; background: boolean; error?: { code: ErrorCode; message: string } }) {
+export function responseObject(run: RunResponse, o: { model: string; previousResponseId?: string | null; store: boolean; background: boolean; error?: { code: ErrorCode; message: string } }): ResponseObject {
   const output = outputOf(run);
   const text = run.output.map((item) => (item.type === 'json' ? JSON.stringify(item.json) : item.type === 'refusal' ? '' : item.text)).join('');
   return {

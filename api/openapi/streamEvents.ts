@@ -1,6 +1,6 @@
 import { STREAM_EVENT_TYPES, STREAM_VERSION, type StreamEventType } from '../../domain/streamEvents';
 import { closed, constant, integer, oneOfValues, publicId, ref, string, timestamp, type JsonSchema } from './jsonSchema';
-import { ACTION_TYPES } from '../../domain/actions';
+import { ACTION_TYPES } from '../../domain/actionTypes';
 
 const delta = closed(
   {

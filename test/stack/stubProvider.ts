@@ -24,6 +24,8 @@ export interface StubReply {
   echoToolResults?: boolean;
   /** Answer with this HTTP status and an OpenAI-style error body instead. */
   status?: number;
+  /** Headers of that answer, such as `retry-after`. */
+  headers?: Record<string, string>;
   /** Wait before answering, and between streamed chunks. */
   delayMs?: number;
   chunkDelayMs?: number;
@@ -109,8 +111,25 @@ function reportedFinish(answer: string): string | undefined {
   return answerObjects(answer).map((o) => o.choices?.[0]?.finish_reason).filter(Boolean).at(-1);
 }
 
+/**
+ * The whole provider failing, whatever the model (a test's own StubProvider): every chat request is
+ * answered with `status` (and `headers`, such as `retry-after`), or its connection is cut (`cut`), as a
+ * provider in a storm, an outage or gone from the network does.
+ */
+export type StubFault = { status: number; headers?: Record<string, string> } | 'cut';
+
 export class StubProvider extends LoopbackServer {
   private readonly scripts = new Map<string, Script>();
+  private fault: StubFault | undefined;
+  /** Chat requests the fault answered, since the stub started. */
+  faulted = 0;
+  /** Chat requests the stub received (faulted or not), since it started. */
+  asked = 0;
+
+  /** Turns the fault switch: on with a fault, off with none. */
+  setFault(fault: StubFault | undefined): void {
+    this.fault = fault;
+  }
 
   /**
    * `relayAll`: every model's requests are relayed to the real model server, and so are llama.cpp's own
@@ -174,6 +193,13 @@ export class StubProvider extends LoopbackServer {
     const script = this.script(String(body.model));
     const recorded: RecordedRequest = { body, headers: req.headers, aborted: false };
     script.requests.push(recorded);
+    this.asked++;
+    if (this.fault) {
+      this.faulted++;
+      if (this.fault === 'cut') return void req.socket.destroy();
+      res.writeHead(this.fault.status, { 'content-type': 'application/json', ...this.fault.headers }).end(JSON.stringify({ error: { message: `stub fault ${this.fault.status}`, type: 'server_error' } }));
+      return;
+    }
     res.on('close', () => {
       if (!res.writableFinished) recorded.aborted = true;
     });
@@ -194,7 +220,7 @@ export class StubProvider extends LoopbackServer {
     }
     if (reply.delayMs) await sleep(reply.delayMs);
     if (reply.status) {
-      res.writeHead(reply.status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `stub status ${reply.status}`, type: 'server_error' } }));
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify({ error: { message: `stub status ${reply.status}`, type: 'server_error' } }));
       return;
     }
     const echoed = reply.echoToolResults ? (body.messages as { role: string; content: string }[]).filter((m) => m.role === 'tool').map((m) => m.content).join('\n') : undefined;

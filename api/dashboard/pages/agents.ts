@@ -80,7 +80,13 @@ export function agentPages(router: Router<PageState>): void {
 
   router.post('/dashboard/agents/:id/publish', memberPage('agents:publish'), async (ctx) => {
     const agent = await ownAgent(ctx);
-    await publishAgent({ agent: agent.publicId });
+    try {
+      await publishAgent({ agent: agent.publicId });
+    } catch (err) {
+      const problem = correctable(err);
+      if (problem) return agentPage(ctx, { error: problem }, 400);
+      throw err;
+    }
     ctx.redirect(`/dashboard/agents/${agent.publicId}?saved=published`);
   });
 

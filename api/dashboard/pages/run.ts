@@ -3,7 +3,7 @@ import { runDetail } from '../../../db/runs';
 import { config } from '../../../infra/config';
 import { notFound } from '../../../callers/tenancy';
 import { memberPage, render, type PageState } from '../page';
-import { runTimeline } from '../runTimeline';
+import { runTimeline, stoppedBy } from '../runTimeline';
 
 /**
  * A run's page, linked from the Runs list: its status, kind, agent, credits and error code from its
@@ -17,6 +17,6 @@ export function runPages(router: Router<PageState>): void {
     if (!run) throw notFound('run_not_found');
     const { temporalUiUrl, temporalNamespace } = config();
     const temporalLink = temporalUiUrl && ctx.state.session.member.role === 'owner' ? `${temporalUiUrl}/namespaces/${encodeURIComponent(temporalNamespace)}/workflows/${encodeURIComponent(run.public_id)}` : undefined;
-    render(ctx, 'run', { title: `Run ${run.public_id}`, nav: 'runs', run, timeline: await runTimeline(run.public_id), temporalLink });
+    render(ctx, 'run', { title: `Run ${run.public_id}`, nav: 'runs', run, timeline: await runTimeline(run.public_id), stoppedBy: stoppedBy(run.incomplete_reason), temporalLink });
   });
 }

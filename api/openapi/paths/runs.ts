@@ -1,6 +1,6 @@
 import { APPROVER_SCOPE, RUN_READER_SCOPES } from '../../../runs/asItStands';
 import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun, RUN_KINDS } from '../../routes/runs/schema';
-import { ACTION_TYPES } from '../../../domain/actions';
+import { ACTION_TYPES } from '../../../domain/actionTypes';
 import { cursorList } from '../components';
 import { RUN_STATUSES } from '../errors';
 import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';

@@ -1,6 +1,7 @@
 import { CancelResponse, CreateChatCompletion, CreateResponseV1, RetrieveModel, RetrieveResponse } from '../../routes/v1/schema';
 import { EXECUTION_ERRORS } from '../execution';
-import { closed, constant, integer, orNull, ref, string, type JsonSchema } from '../jsonSchema';
+import { ChatCompletionShape, ModelShape, ResponseShape } from '../../openai/shapes';
+import { closed, constant, ref, type JsonSchema } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 
 const model = ref('Model');
@@ -8,72 +9,7 @@ const ACCESS = { credential: 'workspace', scopes: ['responses:create'] } as cons
 
 /** The `/v1` surface (DESIGN.md): OpenAI's wire shapes over the same pipeline as /api/v2. */
 export const v1: Resource = {
-  schemas: {
-    Model: closed(
-      {
-        id: string({ description: "The agent's id: what `model` names." }),
-        object: constant('model'),
-        created: integer({ description: 'Unix seconds: when the agent was created.' }),
-        owned_by: string({ description: "The workspace's id." }),
-        name: string({ description: "The agent's name, which `model` may name too where it is the workspace's only agent of that name." }),
-      },
-      { description: 'An active agent of the workspace, as an OpenAI model.' },
-    ),
-    ChatCompletion: closed(
-      {
-        id: string({ description: 'The run id (`run_…`): GET /api/v2/runs/{id} reads the same run.' }),
-        object: constant('chat.completion'),
-        created: integer(),
-        model: string({ description: 'As the request named the agent.' }),
-        choices: {
-          type: 'array',
-          items: closed({
-            index: integer(),
-            message: closed(
-              {
-                role: constant('assistant'),
-                content: orNull(string({ description: 'The answer; a structured one as JSON text.' })),
-                refusal: orNull(string({ description: "The model's explanation when it declined to answer." })),
-                tool_calls: { type: 'array', description: "The agent's client-run tools the caller is to run (finish_reason `tool_calls`).", items: { type: 'object' } },
-              },
-              { optional: ['tool_calls'] },
-            ),
-            logprobs: { type: 'null' },
-            finish_reason: { type: 'string', enum: ['stop', 'length', 'tool_calls'], description: '`length`: the answer stopped at its output cap, unfinished.' },
-          }),
-        },
-        usage: closed({
-          prompt_tokens: integer(),
-          completion_tokens: integer(),
-          total_tokens: integer(),
-          prompt_tokens_details: closed({ cached_tokens: integer() }),
-        }),
-        system_fingerprint: { type: 'null' },
-      },
-      { description: "A run as OpenAI's chat.completion." },
-    ),
-    Response: {
-      type: 'object',
-      description: "A run as OpenAI's response object: `id` is the run's, `status` from the run's (`queued`, `in_progress`, `completed`, `failed`, `cancelled`; `incomplete` when the answer stopped at its output cap, with `incomplete_details`; `in_progress` while it waits for an approver), `output` one assistant message, or the calls it waits on: the function calls of the agent's client-run tools, and an `mcp_approval_request` item (`id`, `name`, `arguments`, `server_label`) for each call that waits for an approver, HTTP and MCP tools alike. `usage` with cached tokens.",
-      required: ['id', 'object', 'created_at', 'status', 'model', 'output', 'usage'],
-      properties: {
-        id: string({ description: 'The run id (`run_…`).' }),
-        object: constant('response'),
-        created_at: integer(),
-        status: { type: 'string', enum: ['queued', 'in_progress', 'completed', 'incomplete', 'failed', 'cancelled'] },
-        model: string(),
-        incomplete_details: orNull({ type: 'object', properties: { reason: constant('max_output_tokens') } }),
-        output: { type: 'array', items: { type: 'object' } },
-        output_text: string(),
-        usage: { type: 'object' },
-        error: orNull({ type: 'object' }),
-        previous_response_id: orNull(string()),
-        conversation: { type: 'object' },
-        store: { type: 'boolean' },
-        background: { type: 'boolean' },
-      },
-    },
-  },
+  schemas: { Model: ModelShape, ChatCompletion: ChatCompletionShape, Response: ResponseShape },
   paths: {
     '/v1/models': {
       get: operation('get', {

@@ -114,6 +114,8 @@ export function responsesV1Routes(router: Router<AppState>): void {
         requestContext: {},
         exchange,
         options: { knowledgePolicy: 'auto' as const, memoryPolicy: store ? ('auto' as const) : ('none' as const), toolPolicy: 'auto' as const, preview: false, stream, timeoutMs: V1_TIMEOUT_MS, responseFormat: format },
+        // Each only lowers the agent's own limit (docs/api.md, "Budgets and limits").
+        callerLimits: { ...(typeof body.max_tool_calls === 'number' && { max_tool_calls: body.max_tool_calls }), ...(typeof body.max_output_tokens === 'number' && { max_output_tokens: body.max_output_tokens }) },
       };
       const conversation = store ? await conversationFor(ctx, body) : undefined;
       // Opening one is creating a conversation, as POST /api/v2/conversations is.

@@ -4,6 +4,7 @@ import { refined } from '../../../contract/parse';
 import { IDEMPOTENCY_HEADERS } from '../../middleware/idempotent';
 import { about } from '../../../contract/about';
 import { plainObject } from '../../../contract/runtimeInput';
+import { MAX_LIMIT_VALUE } from '../../../domain/limits';
 
 /**
  * OpenAI request fields the service decides itself, as /api/v2 forbids them (docs/api.md, "The
@@ -14,9 +15,6 @@ export const DECIDED_BY_THE_SERVICE: Readonly<Record<string, { reason: string; a
   temperature: { reason: 'sampling is decided by the agent configuration', accepts: [1] },
   top_p: { reason: 'sampling is decided by the agent configuration', accepts: [1] },
   n: { reason: 'a run gives one answer', accepts: [1] },
-  max_tokens: { reason: "the output cap is decided by the agent configuration and the model's window" },
-  max_completion_tokens: { reason: "the output cap is decided by the agent configuration and the model's window" },
-  max_output_tokens: { reason: "the output cap is decided by the agent configuration and the model's window" },
   presence_penalty: { reason: 'sampling is decided by the agent configuration', accepts: [0] },
   frequency_penalty: { reason: 'sampling is decided by the agent configuration', accepts: [0] },
   logit_bias: { reason: 'sampling is decided by the agent configuration' },
@@ -48,6 +46,20 @@ export function refuseDecided(body: Record<string, unknown>): void {
     throw invalidRequest(`"${name}" may not be set: ${rule.reason}.`, name);
   }
 }
+
+/**
+ * A caller's limit (docs/api.md, "Budgets and limits"): a positive integer (or null: not set) that
+ * may only lower the agent's own; a higher one is the agent's.
+ */
+const lowering = (name: string, what: string, min = 1) =>
+  yup
+    .number()
+    .typeError(`${name} must be an integer of at least ${min}`)
+    .integer(`${name} must be an integer of at least ${min}`)
+    .min(min, `${name} must be an integer of at least ${min}`)
+    .max(MAX_LIMIT_VALUE, `${name} must be at most ${MAX_LIMIT_VALUE}`)
+    .nullable()
+    .meta(about(`${what}: it may only lower the agent's own limit (a higher value is the agent's). An answer it cuts is incomplete.`));
 
 const textPart = yup.object({ type: yup.string().oneOf(['text', 'input_text', 'output_text']).required(), text: yup.string() });
 
@@ -103,6 +115,8 @@ const chatCompletionBody = yup.object({
   store: yup.boolean().nullable(),
   metadata: plainObject().nullable(),
   user: yup.string().min(1).max(200).meta(about('The end user: the principal rate limit applies to it.')),
+  max_completion_tokens: lowering('max_completion_tokens', "The output tokens of the answer, each model call's and the run's in all"),
+  max_tokens: lowering('max_tokens', 'As max_completion_tokens (the older name); with both, the lower'),
 });
 
 export type ChatCompletionBody = yup.InferType<typeof chatCompletionBody>;
@@ -170,6 +184,8 @@ const responseBody = yup.object({
   parallel_tool_calls: yup.boolean().nullable(),
   metadata: plainObject().nullable(),
   user: yup.string().min(1).max(200),
+  max_output_tokens: lowering('max_output_tokens', "The output tokens of the response, each model call's and the run's in all"),
+  max_tool_calls: lowering('max_tool_calls', 'The tool calls the run may make, every call of a reply counted', 0),
 });
 
 export type ResponseBody = yup.InferType<typeof responseBody>;
