@@ -10,8 +10,9 @@ import * as admin from '../admin/commands';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import { startRun } from '../workflows/agentRun.client';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
+import { notTheApi } from './stack/contractCheck';
 import { StubProvider } from './stack/stubProvider';
-import { runInputFor, tenant, until, type Tenant } from './support/stack';
+import { closeAll, runInputFor, tenant, until, type Tenant } from './support/stack';
 
 /**
  * Model providers under pressure (docs/operations.md, "Model providers"), on the real stack: a worker
@@ -31,7 +32,8 @@ let client: Client;
 let t: Tenant;
 
 beforeAll(async () => {
-  for (const stub of Object.values(stubs)) await stub.start();
+  // Each stands in for a provider, on the /v1 paths the API serves too: its answers are not the API's.
+  for (const stub of Object.values(stubs)) notTheApi(await stub.start());
   process.env.MODEL_PROVIDERS = JSON.stringify([
     { name: STORM, base_url: `${stubs.storm.url}/v1`, api_key: 'k' },
     { name: DOWN, base_url: `${stubs.down.url}/v1`, api_key: 'k' },
@@ -51,6 +53,7 @@ afterAll(async () => {
   if (savedEnv === undefined) delete process.env.MODEL_PROVIDERS;
   else process.env.MODEL_PROVIDERS = savedEnv;
   resetConfig();
+  await closeAll();
 });
 
 /** Starts a run of an agent with this model configuration on the file's own worker. */
