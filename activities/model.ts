@@ -21,7 +21,8 @@ import { routedComplete, StoppedWaiting, type RouteNote } from './providers/rout
 import { ProviderError, type ChatMessage } from './providers/types';
 import type { StreamEventType } from '../domain/streamEvents';
 import { ownCallIds } from '../domain/callIds';
-import { storableText, type ToolCall, type ToolSpec, type ToolTurn } from '../domain/tools';
+import { storableText } from '../domain/storable';
+import type { ToolCall, ToolSpec, ToolTurn } from '../domain/tools';
 import type { Passage } from '../domain/knowledge';
 
 export interface GenerateInput {
@@ -193,6 +194,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
     if (!reply.usage) ctx.metricMeter.createCounter('aes_model_usage_counted', 'calls', 'Model calls whose provider reported no usage: counted by the service, billed, and marked estimated in the run log.').add(1);
     return {
       text: reply.text,
+      // Storable once, here: what an approver is shown, what is recorded and what is called are the same text.
       toolCalls: ownCallIds(reply.toolCalls.map((c) => ({ ...c, arguments: storableText(c.arguments) }))),
       usage: reply.usage ?? countedUsage(reply.model, messages, reply),
       ...(!reply.usage && { usageEstimated: true }),

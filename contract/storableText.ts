@@ -1,5 +1,4 @@
-/** A NUL character, or half a surrogate pair: PostgreSQL (UTF-8 text, no NUL) can store neither. */
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+import { isStorableText } from '../domain/storable';
 
 /**
  * The names on JavaScript's Object.prototype (`__proto__`, `constructor`, `toString`, …): a yup
@@ -37,13 +36,13 @@ export function unstorableTextAt(value: unknown): string | undefined {
   while (pending.length > 0) {
     const [item, path] = pending.pop()!;
     if (typeof item === 'string') {
-      if (UNSTORABLE.test(item)) return path;
+      if (!isStorableText(item)) return path;
     } else if (Array.isArray(item)) {
       // Pushed last to first, so the first offender in document order is the one named.
       for (let i = item.length - 1; i >= 0; i--) pending.push([item[i], at(path, i)]);
     } else if (item !== null && typeof item === 'object') {
       for (const [key, child] of Object.entries(item).reverse()) {
-        if (UNSTORABLE.test(key)) return at(path, '(a key)');
+        if (!isStorableText(key)) return at(path, '(a key)');
         pending.push([child, at(path, key)]);
       }
     }

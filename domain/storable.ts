@@ -8,10 +8,15 @@
 
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
+/** Whether PostgreSQL can store the text as it is (a request's text is refused otherwise: contract/storableText.ts). */
+export function isStorableText(text: string): boolean {
+  UNSTORABLE.lastIndex = 0;
+  return !UNSTORABLE.test(text);
+}
+
 /** Text with every NUL and lone surrogate replaced by U+FFFD. */
 export function storableText(text: string): string {
-  UNSTORABLE.lastIndex = 0;
-  return UNSTORABLE.test(text) ? text.replace(UNSTORABLE, '\uFFFD') : text;
+  return isStorableText(text) ? text : text.replace(UNSTORABLE, '\uFFFD');
 }
 
 /** A JSON text may escape what jsonb refuses: only then is it read escape by escape. */

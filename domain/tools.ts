@@ -27,13 +27,6 @@ export interface ToolCall {
 }
 
 /**
- * A model's tool-call arguments as every later step takes them: a NUL or a lone surrogate (which
- * PostgreSQL cannot store, in text or jsonb) becomes U+FFFD, once, where the reply arrives, so that
- * what an approver is shown, what is recorded and what is called are the same text.
- */
-export { storableText } from './storable';
-
-/**
  * A round's tool results cut to `budget` characters in all, when the run cannot hold more for them:
  * the short ones whole, the long ones sharing the rest equally, each cut one saying so.
  */

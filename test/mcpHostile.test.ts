@@ -50,8 +50,8 @@ async function hostileRun(behaviour: HostileBehaviour) {
   // Only the endless result gets as far as a tool call.
   await scriptModel(t.model, [{ toolCalls: [{ name: 'hostile__echo', arguments: '{}' }] }, { text: 'unreachable' }]);
   const config = { model: t.model, tools: [{ type: 'mcp' as const, server_label: 'hostile', server_url: `${hostile.url}/${behaviour}/mcp` }] };
-  const input = await runInputFor(t, { agent: { ...(await runInputFor(t)).agent, config }, options: { toolPolicy: 'required', timeoutMs: 20_000 } });
-  return (await startRun(client, input, { taskQueue: queue })).result();
+  const input = await runInputFor(t, { options: { toolPolicy: 'required', timeoutMs: 20_000 } });
+  return (await startRun(client, { ...input, agent: { ...input.agent, config } }, { taskQueue: queue })).result();
 }
 
 /** Another workspace's plain run on the same worker. */
