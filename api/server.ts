@@ -8,7 +8,7 @@ import { closeTemporal } from '../infra/temporalClient';
 import { stopTracing } from '../infra/tracing';
 import type { RunningWorkers } from '../workers/worker';
 import { createApp } from './app';
-import { beginShutdown, endStreams } from './execution/shutdown';
+import { beginShutdown, endStreams } from '../runs/shutdown';
 
 /**
  * A deploy's SIGTERM, in the order a load balancer needs: readiness fails at once; after

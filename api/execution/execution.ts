@@ -1,29 +1,16 @@
 import type { Context } from 'koa';
-import { WorkflowFailedError } from '@temporalio/client';
-import { config } from '../../infra/config';
-import { ERROR_TABLE, ServiceError } from '../../domain/errors';
+import { ERROR_TABLE } from '../../domain/errors';
 import { failureBody } from '../middleware/errorEnvelope';
-import { mintId } from '../../domain/ids';
-import type { RunOptions, RunOutcome, RunResponse } from '../../domain/runs';
-import { runStatus } from '../../db/runs';
-import { describeRun, runHandle, startRun, type RunHandle } from '../../workflows/agentRun.client';
-import { workspaceOf } from '../../callers/principal';
-import type { AppState } from '../middleware/state';
-import { runAsItStands } from '../../runs/asItStands';
-import { relayRunEvents, type StreamWire } from './streaming';
-import { temporal } from '../../infra/temporalClient';
-import type { ExecutionRequest } from '../../contract/runtimeInput';
-import { planRun, type ExecutionTarget, type RunRequester } from '../../planning/planRun';
-import { awaitedRuns, runAnswers } from '../../infra/metrics';
-import { listenForSettlement, outcomeOf, type Settlement } from '../../runs/settlements';
-import { interruptTurnsBefore } from '../../runs/cancelRun';
-import { answerAccepted } from './answerAccepted';
-import { answerAction } from '../../runs/runActions';
+import type { RunOptions } from '../../domain/runs';
 import type { ActionAnswer } from '../../domain/actions';
-import { latestEntryId } from '../../runs/runStreamReader';
-import { runEventsKey } from '../../domain/streamEvents';
-
-export type { ExecutionTarget } from '../../planning/planRun';
+import type { ExecutionRequest } from '../../contract/runtimeInput';
+import { workspaceOf } from '../../callers/principal';
+import type { RunRequester } from '../../planning/planRun';
+import * as pipeline from '../../runs/execute';
+import type { Answering, ExecutionTarget, RunAnswer, RunCaller } from '../../runs/execute';
+import type { AppState } from '../middleware/state';
+import { answerAccepted } from './answerAccepted';
+import { streamRunEvents } from './eventStream';
 
 type Ctx = Context & { state: AppState };
 
@@ -32,9 +19,32 @@ export function requesterOf(state: AppState): RunRequester {
   return { workspace: workspaceOf(state.principal), scopes: state.principal!.scopes, requestId: state.requestId, traceId: state.traceId };
 }
 
-function respond(ctx: Ctx, outcome: RunOutcome): void {
-  ctx.state.runId = outcome.run.id;
-  runAnswers.inc({ status: outcome.run.status });
+function callerOf(ctx: Ctx): RunCaller {
+  return {
+    principal: ctx.state.principal!,
+    requester: requesterOf(ctx.state),
+    recovery: ctx.state.recovery,
+    noteRun(runId, traceId) {
+      ctx.state.runId = runId;
+      if (traceId) ctx.state.traceId = traceId;
+    },
+  };
+}
+
+/** Writes the pipeline's answer as HTTP. */
+async function write(ctx: Ctx, answer: RunAnswer): Promise<void> {
+  if (answer.kind === 'stream') return streamRunEvents(ctx, answer.handle, answer.relay);
+  if (answer.kind === 'as_it_stands') {
+    if (!answer.waiting) {
+      ctx.body = answer.run;
+      return;
+    }
+    // Not the request's outcome yet: idempotency does not store it, so a retry with the same key attaches to the run.
+    ctx.state.provisional = true;
+    answerAccepted(ctx, `/api/v2/runs/${answer.run.id}`, answer.run);
+    return;
+  }
+  const { outcome } = answer;
   if (!outcome.error) {
     ctx.status = 200;
     ctx.body = outcome.run;
@@ -45,145 +55,12 @@ function respond(ctx: Ctx, outcome: RunOutcome): void {
   ctx.body = failureBody(ctx, outcome.error, outcome.run);
 }
 
-/** The run's outcome, or undefined when it is not over within `ms` (or `outcome` gave none). */
-function within(outcome: Promise<RunOutcome | undefined>, ms: number): Promise<RunOutcome | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
-  return Promise.race([outcome, late]).finally(() => clearTimeout(timer));
+/** Runs the request through the run pipeline (runs/execute.ts) and answers it. */
+export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget, how?: Answering): Promise<void> {
+  await write(ctx, await pipeline.execute(callerOf(ctx), request, target, how));
 }
 
-/**
- * Answers from the run: its event stream, or its outcome. The wait for the outcome is bounded
- * (timeout_ms plus a grace), and ends when the run begins to wait for people: then the answer is 202
- * with the run as it stands, which the caller polls, and which idempotency does not store, so a retry
- * with the same key attaches to the run.
- */
-async function answer(ctx: Ctx, handle: RunHandle, runId: string, options: RunOptions, original: boolean, settlement: Settlement | undefined, how: Answering): Promise<void> {
-  ctx.state.runId = runId;
-  if (options.stream) {
-    // Only the stream that started the run cancels it by going away (not a background one's); a retry attaching to it follows it.
-    await relayRunEvents(ctx, handle, { runId, requestId: ctx.state.requestId, cancelOnDisconnect: original && !how.background, wire: how.wire, after: how.after });
-    return;
-  }
-  if (how.background) {
-    ctx.body = await runAsItStands(ctx.state.principal!, runId);
-    return;
-  }
-  // A retry that attaches to a run waiting for people answers as the first request did.
-  if (!settlement) {
-    const standing = await runAsItStands(ctx.state.principal!, runId);
-    if (standing.required_action && !(how.holdForApprovers && !waitsOnCaller(standing))) return answerAsItStands(ctx, runId, standing);
-  }
-  let outcome: RunOutcome | undefined;
-  awaitedRuns.inc();
-  try {
-    // A run that waits for people is answered as it stands at once: its wait may last days (unless
-    // the request holds for approvers, within the same bound).
-    const settled = settlement ? Promise.race([outcomeOf(handle, settlement), waitsOnAnswer(ctx, runId, settlement, how.holdForApprovers === true)]) : outcomeOf(handle);
-    outcome = await within(settled, options.timeoutMs + config().apiWaitGraceMs);
-  } catch (err) {
-    if (err instanceof WorkflowFailedError) throw new ServiceError('internal_error', 'Internal error.');
-    throw err;
-  } finally {
-    awaitedRuns.dec();
-  }
-  if (outcome) return respond(ctx, outcome);
-  answerAsItStands(ctx, runId, await runAsItStands(ctx.state.principal!, runId));
-}
-
-/** Whether the run waits on its caller: client-run tool calls, which only the request's caller answers. */
-const waitsOnCaller = (run: RunResponse) => run.required_action?.calls.some((c) => c.type === 'client_tool') === true;
-
-/**
- * Resolves (undefined) when the run begins to wait for people; holding for approvers, only once it
- * waits on its caller: while it waits on approvers only, the request waits on with it, through each
- * round's wait (the next is listened for before the run is read, so none is missed).
- */
-async function waitsOnAnswer(ctx: Ctx, runId: string, settlement: Settlement, holdForApprovers: boolean): Promise<undefined> {
-  await settlement.waitsForPeople;
-  if (!holdForApprovers) return undefined;
-  for (;;) {
-    const next = settlement.nextWait();
-    if (waitsOnCaller(await runAsItStands(ctx.state.principal!, runId))) return undefined;
-    await next;
-  }
-}
-
-/** 202: the run as it stands (queued, running, or waiting for people), not stored for idempotency. */
-function answerAsItStands(ctx: Ctx, runId: string, run: RunResponse): void {
-  ctx.state.provisional = true;
-  answerAccepted(ctx, `/api/v2/runs/${runId}`, run);
-}
-
-/**
- * A run's waiting calls answered (the `/v1` surface's tool messages, function call outputs and
- * approval responses), then the run answered as execute answers one: its outcome, or as it stands
- * when it waits again; streamed, from what the run does next. Listening begins before the answers
- * go, so the run's next wait or its settlement is heard, and the stream's place is taken then too.
- */
-export async function continueRun(ctx: Ctx, runId: string, outputs: ActionAnswer[], options: RunOptions, how: Answering = {}): Promise<void> {
-  const run = await runAsItStands(ctx.state.principal!, runId);
-  const settlement = listenForSettlement(runId);
-  try {
-    await settlement.ready;
-    const after = options.stream ? await latestEntryId(runEventsKey(runId)) : undefined;
-    for (const answered of outputs) await answerAction(run, answered);
-    await answer(ctx, runHandle(await temporal(), runId), runId, options, false, settlement, { ...how, after });
-  } finally {
-    settlement.stop();
-  }
-}
-
-/** How a run is answered beyond the spec's way: another surface's stream shapes, and whether the answer waits for it (`background`: not, the run as it stands). */
-export interface Answering {
-  wire?: StreamWire;
-  background?: boolean;
-  /** A stream relays only the entries after this one (a continued run's, from its continuation). */
-  after?: string;
-  /**
-   * A non-streamed answer waits on through the run's waits for approvers, within its bound (a wire
-   * with no shape for an approval: chat completions); it still stops where the run waits on its caller.
-   */
-  holdForApprovers?: boolean;
-}
-
-/**
- * The one execution pipeline behind /responses, /agents/{id}/runs and /conversations/{id}/messages,
- * and the `/v1` surface's runs (which write their streams through a `wire` of their own).
- * The body was validated and the caller authenticated and scoped before this runs; here: resolve the
- * agent and its configuration (404/409), gate on credits (402), then start the run and answer.
- * A retried idempotent request that began a run before attaches to it instead (its recovery point).
- */
-export async function execute(ctx: Ctx, request: ExecutionRequest, target: ExecutionTarget, how: Answering = {}): Promise<void> {
-  const client = await temporal();
-  const resumed = ctx.state.recovery?.resumed;
-  if (resumed) {
-    // Looked up in this order: a run recorded before the lookup had a workflow, so if Temporal no
-    // longer keeps it (past its retention) it is answered from its record, never held or started again.
-    const recorded = (await runStatus(resumed)) !== undefined;
-    if (await describeRun(client, resumed)) return answer(ctx, runHandle(client, resumed), resumed, request.options, false, undefined, how);
-    if (recorded) {
-      ctx.state.runId = resumed;
-      ctx.body = await runAsItStands(ctx.state.principal!, resumed);
-      return;
-    }
-  }
-
-  // A resumed request whose run never reached Temporal starts it now, under the id it recorded.
-  const runId = resumed ?? mintId('run');
-  // Listening while the run is planned, and in place before it starts, so its settlement is heard.
-  const settlement = request.options.stream || how.background ? undefined : listenForSettlement(runId);
-  try {
-    // The recovery point is stored before anything is held or started: from here on the key is never
-    // released, and a replay (which begins nothing) stops here.
-    const input = await planRun(requesterOf(ctx.state), request, target, runId, () => ctx.state.recovery?.begin(runId));
-    ctx.state.runId = runId;
-    ctx.state.traceId = input.traceId;
-    const heard = settlement && (await settlement.ready) ? settlement : undefined;
-    const handle = await startRun(client, input);
-    if (target.concurrency === 'interrupt' && input.turn) await interruptTurnsBefore(client, input.turn);
-    await answer(ctx, handle, runId, request.options, !resumed, heard, how);
-  } finally {
-    settlement?.stop();
-  }
+/** Answers a run's waiting calls (runs/execute.ts, continueRun), then answers the request from the run. */
+export async function continueRun(ctx: Ctx, runId: string, outputs: ActionAnswer[], options: RunOptions, how?: Answering): Promise<void> {
+  await write(ctx, await pipeline.continueRun(callerOf(ctx), runId, outputs, options, how));
 }

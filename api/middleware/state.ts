@@ -1,6 +1,7 @@
 import type { Principal } from '../../callers/principal';
 import type { ConversationRecord } from '../../db/conversations';
 import type { StoredDocument } from '../../db/documents';
+import type { RecoveryPoint } from '../../runs/execute';
 
 export interface AppState {
   requestId: string;
@@ -20,14 +21,6 @@ export interface AppState {
   provisional?: boolean;
   /** The document a transfer grant names, re-read when the grant was redeemed. */
   document?: StoredDocument;
-}
-
-/** Stripe's recovery point, as an idempotent endpoint sees it. */
-export interface RecoveryPoint {
-  /** The resource (a run id) an earlier attempt of this request began: attach to it instead of beginning another. */
-  resumed?: string;
-  /** Records the resource this request is about to begin, before it begins it. */
-  begin(resourceId: string): Promise<void>;
 }
 
 declare module 'koa' {

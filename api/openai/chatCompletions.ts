@@ -4,7 +4,7 @@ import { hasPrefix, mintedAtSeconds } from '../../domain/ids';
 import type { CallerExchange, OutputItem, ResponseFormat, RunOptions, RunResponse } from '../../domain/runs';
 import type { ToolCall } from '../../domain/tools';
 import { parseResponseFormat, type ExecutionRequest } from '../../contract/runtimeInput';
-import type { StreamWire } from '../execution/streaming';
+import type { StreamWire } from '../../runs/runEventRelay';
 import { openAiErrorBody } from './errors';
 import type { ChatCompletionBody, ChatMessageIn } from '../routes/v1/schema';
 import type { ChatCompletionObject } from './shapes';

@@ -1,7 +1,7 @@
 import { invalidRequest, type ErrorCode, type RunStatus } from '../../domain/errors';
 import { mintedAtSeconds } from '../../domain/ids';
 import type { CallerExchange, OutputItem, RunResponse } from '../../domain/runs';
-import type { StreamWire } from '../execution/streaming';
+import type { StreamWire } from '../../runs/runEventRelay';
 import type { ChatMessageIn, ResponseBody } from '../routes/v1/schema';
 import type { ActionAnswer } from '../../domain/actions';
 import { cappedToolOutput, exchangeOf, oneRun, toolCallsOf, toolOutputOf } from './chatCompletions';

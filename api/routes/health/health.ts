@@ -3,7 +3,7 @@ import { ping } from '../../../db/sql';
 import { redis } from '../../../infra/redis';
 import { temporal } from '../../../infra/temporalClient';
 import { unopenableSince } from '../../../infra/unopenablePayloads';
-import { isShuttingDown } from '../../execution/shutdown';
+import { isShuttingDown } from '../../../runs/shutdown';
 import type { AppState } from '../../middleware/state';
 
 const CHECK_TIMEOUT_MS = 2000;

@@ -7,7 +7,7 @@ import { validate } from '../../middleware/validate';
 import { type Input } from '../../../contract/parse';
 import { APPROVER_SCOPE, readableKinds, RUN_READER_SCOPES, runAsItStands } from '../../../runs/asItStands';
 import type { AppState } from '../../middleware/state';
-import { relayRunEvents } from '../../execution/streaming';
+import { streamRunEvents } from '../../execution/eventStream';
 import { cancelAndShow } from '../../../runs/cancelRun';
 import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun } from './schema';
 import { answerAction } from '../../../runs/runActions';
@@ -55,7 +55,7 @@ export function runsRoutes(router: Router<AppState>): void {
     async (ctx) => {
       const { params, headers } = ctx.state.input;
       const run = await runAsItStands(ctx.state.principal!, params.run_id);
-      await relayRunEvents(ctx, runHandle(await temporal(), run.id), { runId: run.id, requestId: ctx.state.requestId, after: headers['last-event-id'], cancelOnDisconnect: false });
+      await streamRunEvents(ctx, runHandle(await temporal(), run.id), { runId: run.id, after: headers['last-event-id'], cancelOnDisconnect: false });
     },
   );
 

@@ -24,7 +24,7 @@ import { checkDeclaredTools } from '../../openai/declaredTools';
 import { callAnswersOf, responseEvents, responseExchange, responseObject } from '../../openai/responses';
 import { runAsItStands } from '../../../runs/asItStands';
 import type { AppState } from '../../middleware/state';
-import { relayRunEvents } from '../../execution/streaming';
+import { streamRunEvents } from '../../execution/eventStream';
 import { notFound } from '../../../callers/tenancy';
 import { CancelResponse, CreateResponseV1, RetrieveResponse, type ResponseBody } from './schema';
 
@@ -140,7 +140,7 @@ export function responsesV1Routes(router: Router<AppState>): void {
       const shown = { model: run.agent, store: true, background: false };
       if (query.stream === 'true') {
         const startingAfter = query.starting_after === undefined ? undefined : Number(query.starting_after);
-        await relayRunEvents(ctx, runHandle(await temporal(), run.id), { runId: run.id, requestId: ctx.state.requestId, cancelOnDisconnect: false, wire: responseEvents({ runId: () => run.id, ...shown, structured: false, startingAfter }) });
+        await streamRunEvents(ctx, runHandle(await temporal(), run.id), { runId: run.id, cancelOnDisconnect: false, wire: responseEvents({ runId: () => run.id, ...shown, structured: false, startingAfter }) });
         return;
       }
       ctx.body = responseObject(run, shown);

@@ -1,15 +1,14 @@
-import type { Context } from 'koa';
 import type { WorkflowHandle } from '@temporalio/client';
-import { config } from '../../infra/config';
-import type { RunOutcome, RunResponse } from '../../domain/runs';
-import { runEventsKey, sseFrame, STREAM_VERSION, terminalEvent, TERMINAL_EVENTS } from '../../domain/streamEvents';
+import { config } from '../infra/config';
+import type { RunOutcome, RunResponse } from '../domain/runs';
+import { runEventsKey, sseFrame, terminalEvent, TERMINAL_EVENTS } from '../domain/streamEvents';
+import type { Principal } from '../callers/principal';
 import { isShuttingDown, onShutdown } from './shutdown';
-import type { AppState } from '../middleware/state';
-import { openStreams, runAnswers } from '../../infra/metrics';
-import { runStreams, type StreamEntry } from '../../runs/runStreamReader';
-import { listenForSettlement, outcomeOf } from '../../runs/settlements';
-import { cancelRun } from '../../runs/cancelRun';
-import { runAsItStands } from '../../runs/asItStands';
+import { openStreams, runAnswers } from '../infra/metrics';
+import { runStreams, type StreamEntry } from './runStreamReader';
+import { listenForSettlement, outcomeOf } from './settlements';
+import { cancelRun } from './cancelRun';
+import { runAsItStands } from './asItStands';
 
 /**
  * How a run's events are written to the client: the spec's SSE frames, or another API's shapes (the
@@ -27,7 +26,21 @@ export interface StreamWire {
 
 const SPEC_WIRE: StreamWire = { frame: sseFrame };
 
+/**
+ * Where a relayed stream's text goes (the API's event-stream response): opened once, before the
+ * first event, and told when its client goes away.
+ */
+export interface EventSink {
+  open(): void;
+  /** Writes nothing once the sink has ended (a shutdown may end it while a read is under way). */
+  write(text: string): void;
+  end(): void;
+  onClose(listener: () => void): void;
+}
+
 export interface RelayOptions {
+  /** Who follows the run: a run that waits on its caller is read as this caller may see it. */
+  principal: Principal;
   /** The spec's frames unless given. */
   wire?: StreamWire;
   runId: string;
@@ -53,27 +66,15 @@ function countAnswer(type: string, data: string): void {
 }
 
 /**
- * Relays a run's events from its Redis stream to the client as SSE, whichever API instance that is.
+ * Relays a run's events from its Redis stream to the client, whichever API instance that is.
  * The process's shared reader (runStreamReader.ts) reads the stream; this client holds no connection
  * of its own. Exactly one terminal event ends the stream: the run's own, or, when the stream lost it
  * (worker died, Redis hiccuped), one derived from the run's outcome (announced, or from its closed
  * workflow). When this instance shuts down, the stream ends without one and the run goes on: the
  * client resumes with Last-Event-ID on another.
  */
-export async function relayRunEvents(ctx: Context & { state: AppState }, handle: WorkflowHandle, o: RelayOptions): Promise<void> {
-  ctx.respond = false;
-  const res = ctx.res;
-  res.writeHead(200, {
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache, no-transform',
-    Connection: 'keep-alive',
-    'X-Accel-Buffering': 'no',
-    'X-Stream-Version': STREAM_VERSION,
-    'X-Request-Id': o.requestId,
-  });
-  // Sent now, not with the first event: a stream resumed while its run waits for people may have none for hours.
-  res.flushHeaders();
-  res.socket?.setNoDelay(true);
+export async function relayRunEvents(sink: EventSink, handle: WorkflowHandle, o: RelayOptions): Promise<void> {
+  sink.open();
   openStreams.inc();
   let closed = false;
   let terminal = false;
@@ -82,10 +83,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   let end!: () => void;
   const ended = new Promise<void>((resolve) => (end = resolve));
   const over = () => terminal || closed || handedOver;
-  // Nothing is written once the stream has ended (a shutdown may end it while a read is under way).
-  const write = (text: string) => {
-    if (!res.writableEnded) res.write(text);
-  };
+  const write = (text: string) => sink.write(text);
   const wire = o.wire ?? SPEC_WIRE;
   const finish = (type: string, data: string, id?: string) => {
     write(wire.frame(type, data, id));
@@ -99,7 +97,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   // The calls are recorded before they are announced: the run read after their events shows them all,
   // or none when they were answered since (a stream replayed later goes on).
   const endIfWaiting = async () => {
-    const run = await runAsItStands(ctx.state.principal!, o.runId);
+    const run = await runAsItStands(o.principal, o.runId);
     const frames = run.required_action && wire.waiting!(run);
     if (!frames || over()) return;
     write(frames);
@@ -126,7 +124,7 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
   const settlement = listenForSettlement(o.runId, () => follow.poke());
   void settlement.ready.then(() => follow.poke());
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), config().sseKeepaliveMs);
-  res.on('close', () => {
+  sink.onClose(() => {
     closed = true;
     end();
     // A connection closed while this instance shuts down was closed by the shutdown, not by the client.
@@ -156,6 +154,6 @@ export async function relayRunEvents(ctx: Context & { state: AppState }, handle:
     settlement.stop();
     unregister();
     clearInterval(keepAlive);
-    if (!res.writableEnded) res.end();
+    sink.end();
   }
 }
