@@ -5,7 +5,7 @@ import { config } from '../infra/config';
 import { temporal } from '../infra/temporalClient';
 import { DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_IDLE_POLL_MS } from '../domain/timings';
 import { pacedHeartbeat } from './bounded';
-import { startDelivery } from '../workflows/webhookDelivery.client';
+import { startDelivery } from '../workflowClients/webhookDelivery.client';
 
 /** Events fanned out, and delivery workflows started, per step. */
 const BATCH = 500;

@@ -13,7 +13,7 @@ import { scheduleObject, type PausedReason, type ScheduledRunInput } from '../do
 import { rateLimiter } from '../callers/rateLimiter';
 import { config } from '../infra/config';
 import { temporal } from '../infra/temporalClient';
-import { pauseRunSchedule } from '../workflows/scheduledRun.client';
+import { pauseRunSchedule } from '../workflowClients/scheduledRun.client';
 
 // A scheduled run is never a preview: no scope that would allow one.
 const FIRING_SCOPES: ReadonlySet<Scope> = new Set();

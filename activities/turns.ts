@@ -2,7 +2,7 @@ import { firstOpenTurn, openTurnsBefore } from '../db/creditReservations';
 import type { TurnRef } from '../domain/turns';
 import { logger } from '../infra/logger';
 import { temporal } from '../infra/temporalClient';
-import { wakeTurn } from '../workflows/agentRun.client';
+import { wakeTurn } from '../workflowClients/agentRun.client';
 
 /** Whether every earlier turn of the conversation has ended (settled, or given back by the reconciler). */
 export async function turnIsNext(turn: TurnRef): Promise<boolean> {

@@ -14,7 +14,7 @@ import { Children, ProcessSampler, waitFor } from './processes';
 import { BenchStub } from './stubProvider';
 import { EVERYTHING_BIN } from '../test/support/mcpEverything';
 import { profileGoProcess } from './temporalProfile';
-import { QUEUES } from '../workflows/registry';
+import { QUEUES } from '../workflowClients/registry';
 
 export const FLOOR_QUEUE = 'bench-floor';
 export const PROFILE_DIR = path.join(PROJECT_ROOT, 'bench/results/profiles');

@@ -16,7 +16,7 @@ const isNothing = (payload: Payload) => !payload.data?.length && payload.metadat
  * the process sealed with AES-256-GCM, the key id in its metadata, so Temporal's history holds no
  * plaintext of a run. The API, the workers and the codec endpoint (the UI's and CLI's way to decode,
  * behind an operator token) share it. Payloads written before it existed decode as they are. The one
- * exception is what workflows/summaries.ts marks: the UI's summaries, which say what a workflow or
+ * exception is what workflowClients/summaries.ts marks: the UI's summaries, which say what a workflow or
  * an activity is and hold no content, stay readable without the codec; and a payload of nothing
  * (binary/null), which holds none either, is not sealed: a call heartbeats every second.
  */

@@ -5,7 +5,7 @@ import { ZERO_USAGE } from '../domain/usage';
 import type { RunStatus } from '../domain/errors';
 import { findRun } from '../db/runs';
 import { requiredAction } from '../domain/actions';
-import { describeRun, type RunWorkflowState } from '../workflows/agentRun.client';
+import { describeRun, type RunWorkflowState } from '../workflowClients/agentRun.client';
 import { workspaceOf } from '../callers/principal';
 import type { Principal } from '../callers/principal';
 import { temporal } from '../infra/temporalClient';

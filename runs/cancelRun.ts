@@ -4,7 +4,7 @@ import { redis } from '../infra/redis';
 import { runCancelChannel } from '../domain/streamEvents';
 import type { TurnRef } from '../domain/turns';
 import { logger } from '../infra/logger';
-import { runHandle } from '../workflows/agentRun.client';
+import { runHandle } from '../workflowClients/agentRun.client';
 import { TERMINAL_STATUSES, type RunResponse } from '../domain/runs';
 import { temporal } from '../infra/temporalClient';
 import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../domain/timings';

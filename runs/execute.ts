@@ -4,7 +4,7 @@ import { ServiceError } from '../domain/errors';
 import { mintId } from '../domain/ids';
 import type { RunOptions, RunOutcome, RunResponse } from '../domain/runs';
 import { runStatus } from '../db/runs';
-import { describeRun, runHandle, startRun, type RunHandle } from '../workflows/agentRun.client';
+import { describeRun, runHandle, startRun, type RunHandle } from '../workflowClients/agentRun.client';
 import type { Principal } from '../callers/principal';
 import { runAsItStands } from './asItStands';
 import type { RelayOptions, StreamWire } from './runEventRelay';

@@ -5,7 +5,7 @@ import { invalidRequest, ServiceError } from '../domain/errors';
 import { TERMINAL_STATUSES, type RunResponse } from '../domain/runs';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { temporal } from '../infra/temporalClient';
-import { answerRunAction, isMissing } from '../workflows/agentRun.client';
+import { answerRunAction, isMissing } from '../workflowClients/agentRun.client';
 import { notFound } from '../callers/tenancy';
 
 const cancelledWhileWaiting = (runId: string, callId: string) => new ServiceError('action_not_pending', `Run ${runId} was cancelled while it waited on call ${callId}.`);

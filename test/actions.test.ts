@@ -13,7 +13,7 @@ import { costInputOf, heldWhileWaiting, maxRunCost } from '../domain/billing';
 import { runLimits } from '../domain/limits';
 import { config as serviceConfig } from '../infra/config';
 import { dataConverter } from '../infra/payloadCodec';
-import { startRun } from '../workflows/agentRun.client';
+import { startRun } from '../workflowClients/agentRun.client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure } from '@temporalio/common';
 import { requireActions } from '../activities/actions';

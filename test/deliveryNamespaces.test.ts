@@ -11,8 +11,8 @@ import { redis } from '../infra/redis';
 import { activeKeyFingerprint, open, parseKeyRing } from '../infra/encryption';
 import { unopenableMark } from '../infra/unopenablePayloads';
 import { freePort } from '../workers/temporalDevServer';
-import { DISPATCHER_SCHEDULE_ID } from '../workflows/outboxDispatcher.client';
-import { RECONCILE_SCHEDULE_ID } from '../workflows/reconcileRuns.client';
+import { DISPATCHER_SCHEDULE_ID } from '../workflowClients/outboxDispatcher.client';
+import { RECONCILE_SCHEDULE_ID } from '../workflowClients/reconcileRuns.client';
 import { closeAll } from './support/stack';
 import { WebhookReceiver } from './support/webhookReceiver';
 

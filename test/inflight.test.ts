@@ -3,7 +3,7 @@ import Redis from 'ioredis';
 import { Client, Connection } from '@temporalio/client';
 import { resetConfig } from '../infra/config';
 import { dataConverter } from '../infra/payloadCodec';
-import { startRun } from '../workflows/agentRun.client';
+import { startRun } from '../workflowClients/agentRun.client';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
 import { call, closeAll, heldRequests, providerRequests, releaseHeld, runInputFor, scriptModel, startApi, tenant, until } from './support/stack';
 import { frames, openStream } from './support/sse';

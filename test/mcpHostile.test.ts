@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { dataConverter } from '../infra/payloadCodec';
-import { startRun } from '../workflows/agentRun.client';
+import { startRun } from '../workflowClients/agentRun.client';
 import { MCP_MAX_LISTING_BYTES, MCP_MAX_TOOLS } from '../infra/mcpSessions';
 import { MAX_TOOL_ANSWER_BYTES } from '../domain/tools';
 import { runInputFor, scriptModel, tenant } from './support/stack';

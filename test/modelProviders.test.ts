@@ -8,7 +8,7 @@ import { modelProvidersFrom } from '../infra/modelProviders';
 import { db } from '../db/sequelize';
 import * as admin from '../admin/commands';
 import type { RunInput, RunOutcome } from '../domain/runs';
-import { startRun } from '../workflows/agentRun.client';
+import { startRun } from '../workflowClients/agentRun.client';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
 import { notTheApi } from './stack/contractCheck';
 import { StubProvider } from './stack/stubProvider';

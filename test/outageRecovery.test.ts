@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { dataConverter } from '../infra/payloadCodec';
 import { freePort } from '../workers/temporalDevServer';
-import { DISPATCHER_SCHEDULE_ID } from '../workflows/outboxDispatcher.client';
+import { DISPATCHER_SCHEDULE_ID } from '../workflowClients/outboxDispatcher.client';
 import { closeAll, until } from './support/stack';
 import { childWorker, type Child } from './support/childProcesses';
 import { tcpProxy, type TcpProxy } from './support/tcpProxy';

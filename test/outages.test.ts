@@ -5,7 +5,7 @@ import { Client, Connection } from '@temporalio/client';
 import { QueryTypes } from 'sequelize';
 import { dataConverter } from '../infra/payloadCodec';
 import { db } from '../db/sequelize';
-import { startRun } from '../workflows/agentRun.client';
+import { startRun } from '../workflowClients/agentRun.client';
 import { callsHeld, providerRequests, releaseHeld, runInputFor, scriptModel, tenant, until, useApi, type Tenant } from './support/stack';
 import { allFrames, openStream, TERMINALS, type Frame } from './support/sse';
 import { freePort } from '../workers/temporalDevServer';

@@ -5,7 +5,7 @@ import { mintId, mintTraceId } from '../domain/ids';
 import type { RunInput } from '../domain/runs';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { startRun, type StartedRun } from '../activities/runs';
-import { startRun as startRunWorkflow } from '../workflows/agentRun.client';
+import { startRun as startRunWorkflow } from '../workflowClients/agentRun.client';
 import { db } from '../db/sequelize';
 import { type Answer, call, callsHeld, providerRequests, releaseHeld, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
 

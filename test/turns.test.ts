@@ -7,7 +7,7 @@ import { mintId } from '../domain/ids';
 import { MAX_OPEN_TURNS } from '../domain/turns';
 import { turnIsNext } from '../activities/turns';
 import { dataConverter } from '../infra/payloadCodec';
-import { reconcileNow } from '../workflows/reconcileRuns.client';
+import { reconcileNow } from '../workflowClients/reconcileRuns.client';
 import { type Answer, call, callsHeld, heldRequests, providerRequests, releaseHeld, scriptModel, tenant, type Tenant, until, useApi } from './support/stack';
 import { DEFAULT_INSTRUCTIONS } from '../domain/agents';
 

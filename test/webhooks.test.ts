@@ -22,8 +22,8 @@ import { unopenableMark } from '../infra/unopenablePayloads';
 import { resetConfig } from '../infra/config';
 import { checkTarget, postToTarget, TargetRefused, type Resolver } from '../infra/outboundTarget';
 import { deliveryHeaders } from '../activities/webhooks';
-import { DISPATCHER_SCHEDULE_ID } from '../workflows/outboxDispatcher.client';
-import { startDelivery } from '../workflows/webhookDelivery.client';
+import { DISPATCHER_SCHEDULE_ID } from '../workflowClients/outboxDispatcher.client';
+import { startDelivery } from '../workflowClients/webhookDelivery.client';
 import { call, useApi } from './support/stack';
 import { WebhookReceiver, type Received } from './support/webhookReceiver';
 

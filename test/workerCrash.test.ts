@@ -6,7 +6,7 @@ import { dataConverter } from '../infra/payloadCodec';
 import { QueryTypes } from 'sequelize';
 import type { RunInput } from '../domain/runs';
 import { db } from '../db/sequelize';
-import { startRun } from '../workflows/agentRun.client';
+import { startRun } from '../workflowClients/agentRun.client';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
 import { callsHeld, providerRequests, runInputFor, scriptModel, tenant, until, useApi } from './support/stack';
 import { frames, openStream, TERMINALS, type Frame } from './support/sse';

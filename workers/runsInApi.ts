@@ -1,7 +1,7 @@
 import { NativeConnection } from '@temporalio/worker';
 import { config } from '../infra/config';
 import { useWorkerConnection } from '../infra/temporalClient';
-import { RUN_QUEUE } from '../workflows/agentRun.options';
+import { RUN_QUEUE } from '../workflowClients/agentRun.options';
 import { installRuntime, startWorkers, type RunningWorkers } from './worker';
 
 /**

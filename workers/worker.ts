@@ -5,7 +5,7 @@ import { closeMcpSessions } from '../infra/mcpSessions';
 import { MODEL_CALL_START_LAG } from '../activities/model';
 import { config, metricsServed } from '../infra/config';
 import { logger } from '../infra/logger';
-import { QUEUES, TASK_QUEUES, type TaskQueue } from '../workflows/registry';
+import { QUEUES, TASK_QUEUES, type TaskQueue } from '../workflowClients/registry';
 import { workflowBundle, workflowSinks } from './workflowBundle';
 import { dataConverter } from '../infra/payloadCodec';
 import { CANCEL_CONFIRM_FIRST_MS } from '../domain/timings';
@@ -14,8 +14,8 @@ import { resealEndpointSecrets } from '../db/webhookEndpoints';
 import { resealWorkspaceSecrets } from '../db/workspaceSecrets';
 import { setOutageMeter, type OutageMeter } from '../infra/dependencyOutages';
 import { temporal } from '../infra/temporalClient';
-import { ensureReconcileSchedule } from '../workflows/reconcileRuns.client';
-import { ensureOutboxDispatcher } from '../workflows/outboxDispatcher.client';
+import { ensureReconcileSchedule } from '../workflowClients/reconcileRuns.client';
+import { ensureOutboxDispatcher } from '../workflowClients/outboxDispatcher.client';
 import { dispatching } from '../activities/outbox';
 
 export interface RunningWorkers {

@@ -18,7 +18,7 @@ import { conversational, finalOutput, REPAIR_ATTEMPTS, timedOut, type Deadline, 
 import { type IncompleteReason } from '../domain/runResponse';
 import { addUsage, ZERO_USAGE, type Usage } from '../domain/usage';
 import { DEADLINE_GRACE_MS, DEPENDENCY_RETRY_MAX_MS, MODEL_HEARTBEAT_TIMEOUT_MS, TOOL_ATTEMPT_TIMEOUT_MS, TURN_RECHECK_MS, TURN_WAIT_LIMIT_MS } from '../domain/timings';
-import { answerAction, turnEnded } from './agentRun.options';
+import { answerAction, turnEnded } from '../workflowClients/agentRun.options';
 import { actionOf, actionTimeoutMs, answerMismatch, MAX_ACTION_OUTPUT_CHARS, notMadeResult, type ActionAnswer, type ActionOutcome, type ActionStatus, type RequiredCall } from '../domain/actions';
 import { type ActionType } from '../domain/actionTypes';
 import { callsLeft, costInputOf, creditsFor, maxRunCost, TOOL_RESULT_TOKENS, toolRoundExcess } from '../domain/billing';
@@ -29,7 +29,7 @@ import { knowledgePlan, retrievalQuery, type Passage } from '../domain/knowledge
 import { mcpApprovalRequired, mcpServersOf, offeredMcpTools, type OfferedMcpTool } from '../domain/mcpTools';
 import type { StreamEventType } from '../domain/streamEvents';
 import { namedLocalActivities } from './namedActivities';
-import { unsealed } from './summaries';
+import { unsealed } from '../workflowClients/summaries';
 
 /**
  * Model calls and HTTP tools are retried alike on purpose: both are remote calls billed or felt by

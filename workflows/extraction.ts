@@ -1,17 +1,12 @@
 import { executeChild, proxyActivities, type RetryPolicy } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import type { ExtractionWorkspace } from '../activities/extractions';
+import type { ExtractionInput } from '../workflowClients/extraction.client';
 import { PARALLEL_SEGMENTS } from '../domain/extractions';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import { agentRun } from './agentRun';
-import { runStartOptions } from './agentRun.options';
-import { unsealed } from './summaries';
+import { runStartOptions } from '../workflowClients/agentRun.options';
+import { unsealed } from '../workflowClients/summaries';
 import { namedActivities } from './namedActivities';
-
-export interface ExtractionInput {
-  extractionId: string;
-  workspace: ExtractionWorkspace;
-}
 
 /** Bookkeeping in PostgreSQL: short and idempotent, retried until it succeeds. */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };

@@ -1,22 +1,14 @@
 import { CancellationScope, continueAsNew, executeChild, isCancellation, type RetryPolicy } from '@temporalio/workflow';
+import type { JobInput } from '../workflowClients/job.client';
 import type { JobItem, StartedItem } from '../activities/jobs';
-import { ITEMS_PER_EXECUTION, JOB_CONCURRENCY, type JobType } from '../domain/jobs';
-import type { RunInput, RunOutcome } from '../domain/runs';
+import { ITEMS_PER_EXECUTION, JOB_CONCURRENCY } from '../domain/jobs';
+import type { RunOutcome } from '../domain/runs';
 import { agentRun } from './agentRun';
-import { runStartOptions } from './agentRun.options';
+import { runStartOptions } from '../workflowClients/agentRun.options';
 import { extraction } from './extraction';
 import { knowledgeIngestion } from './knowledgeIngestion';
-import { QUEUES, SEARCH_ATTRIBUTES } from './registry';
+import { QUEUES, SEARCH_ATTRIBUTES } from '../workflowClients/registry';
 import { namedActivities } from './namedActivities';
-
-export interface JobInput {
-  jobId: string;
-  type: JobType;
-  params: Record<string, unknown>;
-  workspace: RunInput['workspace'];
-  /** Where this execution starts: a job continues as new every ITEMS_PER_EXECUTION items. */
-  fromSeq: number;
-}
 
 /** Bookkeeping and item creation in PostgreSQL: short and idempotent, retried until it succeeds. */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };

@@ -1,12 +1,6 @@
 import { ActivityFailure, ApplicationFailure, type RetryPolicy } from '@temporalio/workflow';
+import type { IngestionInput, IngestionOutcome } from '../workflowClients/knowledgeIngestion.client';
 import { namedActivities } from './namedActivities';
-
-export interface IngestionInput {
-  ingestionId: string;
-  workspaceId: string;
-}
-
-export type IngestionOutcome = 'completed' | 'failed' | 'gone';
 
 /** Bookkeeping in PostgreSQL: short and idempotent, retried until it succeeds (through a database outage). */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };

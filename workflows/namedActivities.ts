@@ -1,6 +1,6 @@
 import { proxyActivities, proxyLocalActivities, type ActivityInterfaceFor, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import { unsealed } from './summaries';
+import { unsealed } from '../workflowClients/summaries';
 
 type Activities = typeof activities;
 type Named<K extends keyof Activities> = Pick<ActivityInterfaceFor<Activities>, K>;

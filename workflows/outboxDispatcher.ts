@@ -1,7 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { DISPATCH_EVERY_MS, DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_PASS_MS } from '../domain/timings';
-import { unsealed } from './summaries';
+import { unsealed } from '../workflowClients/summaries';
 
 /**
  * The outbox dispatcher's passes: each a long activity that fans new events out into deliveries and

@@ -1,4 +1,5 @@
 import { patched } from '@temporalio/workflow';
+import type { Reconciled } from '../workflowClients/reconcileRuns.client';
 import type * as activities from '../activities';
 import { RECONCILE_MIN_AGE_MS } from '../domain/timings';
 import { namedActivities } from './namedActivities';
@@ -16,7 +17,7 @@ const { settleAbandonedRuns, failUnstartedWork, purgeCancelRecords } = namedActi
  * work recorded but never started. Anything younger than `minAgeMs` is left alone. Then it deletes
  * the recorded cancels no run can read any more.
  */
-export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<{ settled: string[]; released: string[]; failed: string[]; purgedCancels: number }> {
+export async function reconcileRuns(minAgeMs: number = RECONCILE_MIN_AGE_MS): Promise<Reconciled> {
   const settled: string[] = [];
   const released: string[] = [];
   let cursor: Awaited<ReturnType<typeof activities.settleAbandonedRuns>>['next'];

@@ -1,16 +1,9 @@
 import { executeChild, type RetryPolicy } from '@temporalio/workflow';
-import type { ReportFormat } from '../domain/reports';
-import type { RunInput, RunOutcome } from '../domain/runs';
+import type { ReportInput } from '../workflowClients/report.client';
+import type { RunOutcome } from '../domain/runs';
 import { agentRun } from './agentRun';
-import { runStartOptions } from './agentRun.options';
+import { runStartOptions } from '../workflowClients/agentRun.options';
 import { namedActivities } from './namedActivities';
-
-export interface ReportInput {
-  reportId: string;
-  format: ReportFormat;
-  /** The report's run: an ordinary agentRun of kind `report` (billed, logged, repaired like any). */
-  run: RunInput;
-}
 
 /** Bookkeeping in PostgreSQL: short and idempotent, retried until it succeeds. */
 const BOOKKEEPING_RETRY: RetryPolicy = { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' };

@@ -1,7 +1,7 @@
 import { executeChild, workflowInfo } from '@temporalio/workflow';
 import type { ScheduledRunInput } from '../domain/schedules';
 import { agentRun } from './agentRun';
-import { runStartOptions } from './agentRun.options';
+import { runStartOptions } from '../workflowClients/agentRun.options';
 import { namedActivities } from './namedActivities';
 
 

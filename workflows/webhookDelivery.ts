@@ -1,8 +1,8 @@
 import { continueAsNew, proxyActivities, proxyLocalActivities, sleep, workflowInfo, type RetryPolicy } from '@temporalio/workflow';
 import type * as activities from '../activities';
-import { unsealed } from './summaries';
+import { unsealed } from '../workflowClients/summaries';
 import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../domain/timings';
-import type { DeliveryOutcome, WebhookDeliveryInput } from './webhookDelivery.signature';
+import type { DeliveryOutcome, WebhookDeliveryInput } from '../workflowClients/webhookDelivery.signature';
 
 
 /**

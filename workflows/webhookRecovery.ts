@@ -1,14 +1,7 @@
 import { proxyActivities } from '@temporalio/workflow';
+import type { WebhookRecoveryInput } from '../workflowClients/webhookRecovery.client';
 import type * as activities from '../activities';
-import { unsealed } from './summaries';
-
-export interface WebhookRecoveryInput {
-  recoveryId: string;
-  endpointId: string;
-  /** ISO 8601: deliveries created at or after `since` and before `until`. */
-  since: string;
-  until: string;
-}
+import { unsealed } from '../workflowClients/summaries';
 
 const { recoverDeliveries } = proxyActivities<typeof activities>({
   summary: unsealed('reopen the window\'s failed and skipped deliveries'),

@@ -4,7 +4,7 @@ import { extractionObject, type ExtractionStatus } from '../../../domain/extract
 import { mintId, mintTraceId } from '../../../domain/ids';
 import { extractionPage, findExtraction, type ExtractionRow } from '../../../db/extractions';
 import { temporal } from '../../../infra/temporalClient';
-import { startExtractionWorkflow } from '../../../workflows/extraction.client';
+import { startExtractionWorkflow } from '../../../workflowClients/extraction.client';
 import { requireCredit } from '../../transfers/documents';
 import { createExtraction } from '../../../planning/extractions';
 import { answerAccepted } from '../../execution/answerAccepted';

@@ -5,7 +5,7 @@ import { ITEM_SCOPE, jobObject, type JobStatus, type JobType } from '../../../do
 import { requireScope } from '../../middleware/credentials';
 import { findJob, insertJob, jobCounts, jobItems, jobPage, requestCancel, type JobRow } from '../../../db/jobs';
 import { temporal } from '../../../infra/temporalClient';
-import { cancelJobWorkflow, startJobWorkflow } from '../../../workflows/job.client';
+import { cancelJobWorkflow, startJobWorkflow } from '../../../workflowClients/job.client';
 import { answerAccepted } from '../../execution/answerAccepted';
 import { requireCredit } from '../../transfers/documents';
 import { authorize } from '../../middleware/auth';

@@ -6,7 +6,7 @@ import { collectionKeys, searchChunks } from '../../../db/knowledgeChunks';
 import { findIngestion, ingestionPage, type IngestionRow } from '../../../db/knowledgeIngestions';
 import { createIngestion } from '../../../planning/ingestions';
 import { temporal } from '../../../infra/temporalClient';
-import { startIngestionWorkflow } from '../../../workflows/knowledgeIngestion.client';
+import { startIngestionWorkflow } from '../../../workflowClients/knowledgeIngestion.client';
 import { answerAccepted } from '../../execution/answerAccepted';
 import { listPage } from '../listPage';
 import { authorize } from '../../middleware/auth';

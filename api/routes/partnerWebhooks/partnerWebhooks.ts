@@ -10,8 +10,8 @@ import { deliveryPage, findDelivery, reopenDeliveries, reopenStranded } from '..
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint, type EndpointRow } from '../../../db/webhookEndpoints';
 import { checkTarget, TargetRefused } from '../../../infra/outboundTarget';
 import { temporal } from '../../../infra/temporalClient';
-import { deliveryRunning } from '../../../workflows/webhookDelivery.client';
-import { startRecovery } from '../../../workflows/webhookRecovery.client';
+import { deliveryRunning } from '../../../workflowClients/webhookDelivery.client';
+import { startRecovery } from '../../../workflowClients/webhookRecovery.client';
 import { listPage } from '../listPage';
 import { authorize, partnerOf } from '../../middleware/auth';
 import { validate } from '../../middleware/validate';

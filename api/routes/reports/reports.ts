@@ -5,7 +5,7 @@ import { reportObject, reportTask } from '../../../domain/reports';
 import { MAX_RUN_TIMEOUT_MS } from '../../../domain/timings';
 import { findReport, insertReport, reportPage, type ReportRow } from '../../../db/reports';
 import { temporal } from '../../../infra/temporalClient';
-import { startReportWorkflow } from '../../../workflows/report.client';
+import { startReportWorkflow } from '../../../workflowClients/report.client';
 import { requesterOf } from '../../execution/execution';
 import { planRun } from '../../../planning/planRun';
 import { answerAccepted } from '../../execution/answerAccepted';

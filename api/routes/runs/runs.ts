@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { ServiceError } from '../../../domain/errors';
 import { temporal } from '../../../infra/temporalClient';
-import { runHandle } from '../../../workflows/agentRun.client';
+import { runHandle } from '../../../workflowClients/agentRun.client';
 import { authorize } from '../../middleware/auth';
 import { validate } from '../../middleware/validate';
 import { type Input } from '../../../contract/parse';

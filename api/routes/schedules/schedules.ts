@@ -9,7 +9,7 @@ import { deleteSchedule, findSchedule, insertSchedule, lockedScheduleCount, lock
 import { transaction, type Sql } from '../../../db/sql';
 import { config } from '../../../infra/config';
 import { temporal } from '../../../infra/temporalClient';
-import { deleteRunSchedule, putRunSchedule } from '../../../workflows/scheduledRun.client';
+import { deleteRunSchedule, putRunSchedule } from '../../../workflowClients/scheduledRun.client';
 import { requireScope } from '../../middleware/credentials';
 import { authorize } from '../../middleware/auth';
 import { workspaceOf } from '../../../callers/principal';

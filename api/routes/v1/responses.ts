@@ -9,7 +9,7 @@ import { Outbox } from '../../../db/outbox';
 import { findRun } from '../../../db/runs';
 import type { Sql } from '../../../db/sql';
 import { temporal } from '../../../infra/temporalClient';
-import { runHandle } from '../../../workflows/agentRun.client';
+import { runHandle } from '../../../workflowClients/agentRun.client';
 import { cancelAndShow } from '../../../runs/cancelRun';
 import { continueRun, execute } from '../../execution/execution';
 import { requireScope } from '../../middleware/credentials';

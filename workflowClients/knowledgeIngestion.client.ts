@@ -1,8 +1,17 @@
 import type { Client } from '@temporalio/client';
-import type { IngestionInput, knowledgeIngestion } from './knowledgeIngestion';
 import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { startOnce } from './startOnce';
 import { workDescribed } from './summaries';
+
+export interface IngestionInput {
+  ingestionId: string;
+  workspaceId: string;
+}
+
+export type IngestionOutcome = 'completed' | 'failed' | 'gone';
+
+/** The workflow as its starters know it: by signature (workflows/knowledgeIngestion.ts), so no workflow code is reached from here. */
+type IngestionWorkflow = (input: IngestionInput) => Promise<IngestionOutcome>;
 
 /** Everything the API does with knowledgeIngestion workflows: id (the ingestion id), queue, search attributes and memo. */
 export const INGESTION_QUEUE: TaskQueue = QUEUES.background;
@@ -13,7 +22,7 @@ export const INGESTION_QUEUE: TaskQueue = QUEUES.background;
  * and collection, which finds the ingestion in flight and starts it here.
  */
 export async function startIngestionWorkflow(client: Client, input: IngestionInput, correlation: { requestId: string; traceId: string }): Promise<void> {
-  await startOnce<typeof knowledgeIngestion>(client, 'knowledgeIngestion', {
+  await startOnce<IngestionWorkflow>(client, 'knowledgeIngestion', {
     taskQueue: INGESTION_QUEUE,
     workflowId: input.ingestionId,
     args: [input],

@@ -1,5 +1,4 @@
-import { ScheduleOverlapPolicy, type Client, type WorkflowResultType } from '@temporalio/client';
-import type { reconcileRuns } from './reconcileRuns';
+import { ScheduleOverlapPolicy, type Client } from '@temporalio/client';
 import { ensureSchedule } from './ensureSchedule';
 import { QUEUES, SEARCH_ATTRIBUTES, type TaskQueue } from './registry';
 import { serviceDescribed } from './summaries';
@@ -8,6 +7,17 @@ import { RECONCILE_EVERY_MS } from '../domain/timings';
 /** The Schedule that runs the reconciler, visible (and pausable) in the Temporal UI under this id. */
 export const RECONCILE_SCHEDULE_ID = 'reconcile-runs';
 const QUEUE: TaskQueue = QUEUES.background;
+
+/** What one pass settled, released and failed, by run id, and how many recorded cancels it deleted. */
+export interface Reconciled {
+  settled: string[];
+  released: string[];
+  failed: string[];
+  purgedCancels: number;
+}
+
+/** The workflow as its starters know it: by signature (workflows/reconcileRuns.ts), so no workflow code is reached from here. */
+type ReconcileWorkflow = (minAgeMs?: number) => Promise<Reconciled>;
 
 /**
  * Creates the reconciler's Schedule unless it exists (or remakes it under a new payload key): every worker that polls `background` calls
@@ -32,8 +42,8 @@ export async function ensureReconcileSchedule(client: Client): Promise<void> {
 }
 
 /** Runs the reconciler once now and waits for what it settled (operators, and tests with a younger age). */
-export async function reconcileNow(client: Client, minAgeMs?: number): Promise<WorkflowResultType<typeof reconcileRuns>> {
-  return client.workflow.execute<typeof reconcileRuns>('reconcileRuns', {
+export async function reconcileNow(client: Client, minAgeMs?: number): Promise<Reconciled> {
+  return client.workflow.execute<ReconcileWorkflow>('reconcileRuns', {
     taskQueue: QUEUE,
     workflowId: `${RECONCILE_SCHEDULE_ID}-now-${Date.now()}`,
     args: minAgeMs === undefined ? [] : [minAgeMs],
