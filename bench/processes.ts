@@ -40,10 +40,10 @@ export class Children {
    * a pipe to this process: the load generator is busy, and a child whose log pipe is not drained
    * buffers its log lines in memory, which would show up in its RSS.
    */
-  spawn(name: string, command: string, args: string[], env: NodeJS.ProcessEnv): ChildProcess {
+  spawn(name: string, command: string, args: string[], env: NodeJS.ProcessEnv, cwd = PROJECT_ROOT): ChildProcess {
     const file = path.join(LOG_DIR, `${name}.log`);
     const fd = openSync(file, 'w');
-    const child = spawn(command, args, { cwd: PROJECT_ROOT, env, stdio: ['ignore', fd, fd] });
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', fd, fd] });
     closeSync(fd);
     return this.adopt(name, child, () => readFileSync(file, 'utf8').slice(-4000));
   }

@@ -8,6 +8,7 @@ import type { Summary } from './load';
 import { AUTH_GET_PATH } from './operations';
 import type { PhaseUsage } from './processes';
 import { STREAM_TAIL_MS } from './stubProvider';
+import type { BurstFigures, PeerFigures, PeerShapes } from './peer';
 import type { IngestionFigures, RetrievalFigures } from './knowledge';
 import type { BatchFigures } from './jobs';
 import type { RealModelFigures } from './realModel';
@@ -224,6 +225,35 @@ export function reportAnswers(m: { quick: boolean; answers: AnswerFigures[] }): 
 function printPhase(phase: string, figures: string[], targets: ReturnType<typeof makeTarget>[], file: string): void {
   const lines = ['', `Agent Execution Service bench, ${phase}: nproc ${availableParallelism()}`, '', ...figures, '', 'targets (reported, not asserted):', ...targets.map(targetLine), `written: ${path.relative(process.cwd(), file)}`, ''];
   process.stdout.write(lines.join('\n'));
+}
+
+/** The service's own figures on the peer's shapes, measured right before the peer's. */
+export interface OursOnPeerShapes {
+  floor: PeerShapes<Summary>;
+  run: PeerShapes<Summary>;
+  burst: BurstFigures;
+}
+
+/** `npm run bench -- --peer`: the service beside LangGraph's dev server, on the same shapes in one sitting; writes bench/results/peer.json. */
+export function reportPeer(m: { quick: boolean; ours: OursOnPeerShapes; peer: PeerFigures }): void {
+  const { ours, peer } = m;
+  const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+  const targets = [
+    makeTarget('c32_runs_per_s_over_peer', ratio(ours.run.c32.rps, peer.c32.rps), '>=', 1),
+    makeTarget('c32_runs_per_s_over_floor', ratio(ours.run.c32.rps, ours.floor.c32.rps), '>=', 0.8),
+    makeTarget('burst_seconds_over_peer', ratio(ours.burst.seconds, peer.burst.seconds), '<=', 1),
+    makeTarget('c1_p50_over_floor', ratio(ours.run.c1.p50_ms, ours.floor.c1.p50_ms), '<=', 1.5),
+  ];
+  const file = write('peer.json', { date: new Date().toISOString(), nproc: availableParallelism(), quick: m.quick, ours, peer, targets });
+  const b = (x: BurstFigures) => `${x.seconds} s (${x.over_one_run}x one run, ${x.failures} failed)`;
+  const errors = (x: Summary) => (x.errors ? ` [${x.errors} failed: ${x.first_error}]` : '');
+  const row = (...cells: string[]) => cells[0].padEnd(30) + cells[1].padEnd(18) + cells[2].padEnd(34) + cells[3];
+  printPhase(`beside ${peer.version} (langgraph dev, ${peer.jobs_per_worker} jobs per worker)${m.quick ? ' (--quick)' : ''}`, [
+    row('shape', 'Temporal floor', 'this service', 'langgraph dev'),
+    row('one run at a time, p50', `${ours.floor.c1.p50_ms} ms`, `${ours.run.c1.p50_ms} ms (${ratio(ours.run.c1.p50_ms, ours.floor.c1.p50_ms)}x floor)`, `${peer.c1.p50_ms} ms${errors(ours.run.c1)}${errors(peer.c1)}`),
+    row('32 clients, runs/s', `${ours.floor.c32.rps}`, `${ours.run.c32.rps} (${ratio(ours.run.c32.rps, ours.floor.c32.rps)}x floor)`, `${peer.c32.rps} (us: ${ratio(ours.run.c32.rps, peer.c32.rps)}x)${errors(ours.run.c32)}${errors(peer.c32)}`),
+    row(`${ours.burst.runs} runs of ${ours.burst.run_ms / 1000} s at once`, '-', b(ours.burst), b(peer.burst)),
+  ], targets, file);
 }
 
 /** `npm run bench -- --outage`: what a 30 s PostgreSQL cut costs; writes bench/results/outage.json. */

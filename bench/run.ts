@@ -11,15 +11,16 @@ import { statementsPerRun, type StatementFigures } from './statements';
 import { Children, LOG_DIR } from './processes';
 import { outageFigures } from './outage';
 import { tcpProxy } from '../test/support/tcpProxy';
-import { report, reportAnswers, reportInflight, reportOutage, reportRealModel, type InflightMeasured, type Loaded, type Measured } from './report';
+import { report, reportAnswers, reportPeer, reportInflight, reportOutage, reportRealModel, type InflightMeasured, type Loaded, type Measured } from './report';
 import { dropDatabase, PROFILE_DIR, startStack, type Stack } from './stack';
 import { BenchStub } from './stubProvider';
 import { cpuPerRun, heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
 import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 import { answerFigures } from './answers';
+import { burst, peerFigures, serviceRun } from './peer';
 
 /**
- * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model | --outage | --answers]`: starts its own stack, measures the floor (Temporal's own cost), runs,
+ * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model | --outage | --peer | --answers]`: starts its own stack, measures the floor (Temporal's own cost), runs,
  * streams and an authenticated GET against a bare Koa route, how a run's cost grows with its work, the
  * other workloads, runs with one worker process against two, and streamed runs on the embedded real
  * model against the same requests sent to it straight; prints a table and writes
@@ -36,6 +37,8 @@ const INFLIGHT_ONLY = process.argv.includes('--inflight');
 const REAL_MODEL_ONLY = process.argv.includes('--real-model');
 /** Only the outage phase: runs through a PostgreSQL cut (bench/outage.ts). */
 const OUTAGE_ONLY = process.argv.includes('--outage');
+/** Only the peer phase: the service, then LangGraph's dev server, on the same shapes in one sitting (bench/peer.ts). */
+const PEER_ONLY = process.argv.includes('--peer');
 /** Only the answers phase: the embedded model's answers to everyday prompts and json_object requests under each setting (bench/answers.ts); no stack. */
 const ANSWERS_ONLY = process.argv.includes('--answers');
 /** `--inflight-rate N`: the open loop's arrivals per second instead of its default, to find what a machine holds. */
@@ -107,6 +110,17 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
   };
   const one = await held(1);
   return { openLoop: openLoopFigures, fastStreams: fastFigures, openStreams: streamFigures, batch: batchFigures, scaleOut: scaleOutFigures(runs, ms, one, await held(2)) };
+}
+
+/** The service on the peer's shapes (the floor's too, for the ratios), then the peer on them. */
+async function peer(s: Stack, children: Children): Promise<Parameters<typeof reportPeer>[0]> {
+  const { c1, c32, batch: b } = SETTINGS;
+  const op = operations(s);
+  log(`peer shapes: floor and run at concurrency 1 (${c1.warmup} warm-up, ${c1.count} measured), then at ${c32.concurrency} (${c32.warmupMs / 1000} s warm-up, ${c32.durationMs / 1000} s measured), then ${b.runs} runs of ${b.ms / 1000} s at once`);
+  const floor = { c1: await sequential(op.floor, c1), c32: await closedLoop(op.floor, c32) };
+  const run = { c1: await sequential(op.run, c1), c32: await closedLoop(op.run, c32) };
+  const ours = { floor, run, burst: await burst(serviceRun(s), b.runs, b.ms) };
+  return { quick: QUICK, ours, peer: await peerFigures(children, s.stub.url, SETTINGS, log) };
 }
 
 async function measure(s: Stack, children: Children): Promise<Measured> {
@@ -226,6 +240,7 @@ async function main(): Promise<void> {
           await databaseProxy.close();
         } else if (INFLIGHT_ONLY) reportInflight({ quick: QUICK, settings: SETTINGS, inflight: await inflight(stack) });
         else if (REAL_MODEL_ONLY) reportRealModel(await realModel(stack, children));
+        else if (PEER_ONLY) reportPeer(await peer(stack, children));
         else report(await measure(stack, children));
         if (PROFILE) log(`CPU profiles of the API and the worker are written to ${PROFILE_DIR} as they stop; ${await stack.profileTemporal()}`);
       })(),
