@@ -9,6 +9,7 @@ import { AUTH_GET_PATH } from './operations';
 import type { PhaseUsage } from './processes';
 import { STREAM_TAIL_MS } from './stubProvider';
 import type { BurstFigures, PeerFigures, PeerShapes } from './peer';
+import type { RunCost } from './runCost';
 import type { IngestionFigures, RetrievalFigures } from './knowledge';
 import type { BatchFigures } from './jobs';
 import type { RealModelFigures } from './realModel';
@@ -232,6 +233,32 @@ export interface OursOnPeerShapes {
   floor: PeerShapes<Summary>;
   run: PeerShapes<Summary>;
   burst: BurstFigures;
+  /** Per request of the c32 phases. */
+  cost: { floor: RunCost; run: RunCost };
+  statements: StatementFigures;
+}
+
+/** A run's cost beside the floor's, a line per part. */
+function costLines(cost: OursOnPeerShapes['cost'], statements: StatementFigures): string[] {
+  const { floor, run } = cost;
+  const line = (what: string, f: number | string, r: number | string) => `  ${what.padEnd(40)}${String(f).padStart(10)}${String(r).padStart(10)}`;
+  const total = (c: RunCost) => Math.round(Object.entries(c.cpu_ms).reduce((sum, [name, ms]) => sum + (name === 'bench' ? 0 : ms), 0) * 100) / 100;
+  const groups = [...new Set([...Object.keys(floor.cpu_ms), ...Object.keys(run.cpu_ms)])].filter((name) => name !== 'bench');
+  const summed = (o: Record<string, number>) => Math.round(Object.values(o).reduce((a, b) => a + b, 0) * 100) / 100;
+  return [
+    'per request at c32                            floor       run',
+    line('workflow tasks', floor.workflow_tasks, run.workflow_tasks),
+    line('activity tasks', floor.activity_tasks, run.activity_tasks),
+    line('history events (one workflow)', floor.history_events, run.history_events),
+    line('Temporal persistence writes', floor.persistence_writes, run.persistence_writes),
+    line('timer tasks', floor.timers, run.timers),
+    line('Temporal Cloud actions', floor.actions, run.actions),
+    ...groups.map((name) => line(`CPU ms, ${name}`, floor.cpu_ms[name] ?? 0, run.cpu_ms[name] ?? 0)),
+    line('CPU ms, every process but the bench', total(floor), total(run)),
+    line('PostgreSQL transactions (c1)', 0, statements.transactions),
+    line('PostgreSQL rows written (c1)', 0, summed(statements.rows_written)),
+    line('Redis commands (c1)', 0, summed(statements.redis)),
+  ];
 }
 
 /** `npm run bench -- --peer`: the service beside LangGraph's dev server, on the same shapes in one sitting; writes bench/results/peer.json. */
@@ -253,6 +280,8 @@ export function reportPeer(m: { quick: boolean; ours: OursOnPeerShapes; peer: Pe
     row('one run at a time, p50', `${ours.floor.c1.p50_ms} ms`, `${ours.run.c1.p50_ms} ms (${ratio(ours.run.c1.p50_ms, ours.floor.c1.p50_ms)}x floor)`, `${peer.c1.p50_ms} ms${errors(ours.run.c1)}${errors(peer.c1)}`),
     row('32 clients, runs/s', `${ours.floor.c32.rps}`, `${ours.run.c32.rps} (${ratio(ours.run.c32.rps, ours.floor.c32.rps)}x floor)`, `${peer.c32.rps} (us: ${ratio(ours.run.c32.rps, peer.c32.rps)}x)${errors(ours.run.c32)}${errors(peer.c32)}`),
     row(`${ours.burst.runs} runs of ${ours.burst.run_ms / 1000} s at once`, '-', b(ours.burst), b(peer.burst)),
+    '',
+    ...costLines(ours.cost, ours.statements),
   ], targets, file);
 }
 

@@ -18,6 +18,7 @@ import { cpuPerRun, heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigur
 import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 import { answerFigures } from './answers';
 import { burst, peerFigures, serviceRun } from './peer';
+import { withRunCost } from './runCost';
 
 /**
  * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model | --outage | --peer | --answers]`: starts its own stack, measures the floor (Temporal's own cost), runs,
@@ -112,14 +113,23 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
   return { openLoop: openLoopFigures, fastStreams: fastFigures, openStreams: streamFigures, batch: batchFigures, scaleOut: scaleOutFigures(runs, ms, one, await held(2)) };
 }
 
-/** The service on the peer's shapes (the floor's too, for the ratios), then the peer on them. */
+/** The service on the peer's shapes (the floor's too, for the ratios, and what a run costs each part against it), then the peer on them. */
 async function peer(s: Stack, children: Children): Promise<Parameters<typeof reportPeer>[0]> {
   const { c1, c32, batch: b } = SETTINGS;
   const op = operations(s);
   log(`peer shapes: floor and run at concurrency 1 (${c1.warmup} warm-up, ${c1.count} measured), then at ${c32.concurrency} (${c32.warmupMs / 1000} s warm-up, ${c32.durationMs / 1000} s measured), then ${b.runs} runs of ${b.ms / 1000} s at once`);
-  const floor = { c1: await sequential(op.floor, c1), c32: await closedLoop(op.floor, c32) };
-  const run = { c1: await sequential(op.run, c1), c32: await closedLoop(op.run, c32) };
-  const ours = { floor, run, burst: await burst(serviceRun(s), b.runs, b.ms) };
+  const floorC1 = await sequential(op.floor, c1);
+  const runC1 = await sequential(op.run, c1);
+  const floorC32 = await withRunCost(s, 'floorWorkflow', () => closedLoop(op.floor, c32));
+  const runC32 = await withRunCost(s, 'agentRun', () => closedLoop(op.run, c32));
+  const burstFigures = await burst(serviceRun(s), b.runs, b.ms);
+  const ours = {
+    floor: { c1: floorC1, c32: floorC32.summary },
+    run: { c1: runC1, c32: runC32.summary },
+    burst: burstFigures,
+    cost: { floor: floorC32.cost, run: runC32.cost },
+    statements: await statements(op.run),
+  };
   return { quick: QUICK, ours, peer: await peerFigures(children, s.stub.url, SETTINGS, log) };
 }
 

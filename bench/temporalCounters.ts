@@ -1,12 +1,12 @@
 /**
  * What the Temporal server did during a phase, counted from its own Prometheus counters: requests each
  * of its services served, persistence operations (a write of a workflow's state is
- * `UpdateWorkflowExecution`) and history tasks it processed, each by operation. Divided by the runs of
+ * `UpdateWorkflowExecution`), history tasks it processed and the actions Temporal Cloud would bill, each by operation. Divided by the runs of
  * the phase, they say where Temporal's CPU per run goes. The timeouts it enforced (by the timer task
  * that found them) say what waited too long: a model call's heartbeat timeout retries it, a sticky
  * workflow task's schedule-to-start timeout moves it to the shared queue.
  */
-const COUNTERS = ['service_requests', 'persistence_requests', 'task_requests'];
+const COUNTERS = ['service_requests', 'persistence_requests', 'task_requests', 'action'];
 const TIMEOUTS = ['schedule_to_start_timeout', 'start_to_close_timeout', 'schedule_to_close_timeout', 'heartbeat_timeout'];
 
 export type TemporalCounts = Map<string, number>;
