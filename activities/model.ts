@@ -13,11 +13,12 @@ import { CANCEL_CONFIRM_FIRST_MS, MODEL_HEARTBEAT_TIMEOUT_MS } from '../domain/t
 import { recentMessages } from '../db/messages';
 import { providerFormat } from './providers/responseFormat';
 import { countedUsage } from './tokenCount';
-import { addConsumedUsage } from '../db/runs';
+import { addConsumedUsage, runWorkspace } from '../db/runs';
 import { assemblePrompt, userContent } from './prompt';
 import { fitToWindow } from './contextWindow';
 import { providerOf } from './providers';
-import { routedComplete, StoppedWaiting, type RouteNote } from './providers/router';
+import { routedComplete, type RouteNote } from './providers/router';
+import { StoppedWaiting } from './providers/waiting';
 import { ProviderError, type ChatMessage } from './providers/types';
 import type { StreamEventType } from '../domain/streamEvents';
 import { ownCallIds } from '../domain/callIds';
@@ -187,7 +188,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
           deltas.push(delta);
         },
       }),
-    }, { deadlineAt: input.deadline.at, streamed: () => streamed !== '' });
+    }, { deadlineAt: input.deadline.at, streamed: () => streamed !== '', share: async () => String(await runWorkspace(input.runId)) });
     const reply = routed.reply;
     // An aborted stream can end quietly rather than throw: a cut-short reply is never a result.
     if (signal.aborted) throw new CancelledFailure('model call cancelled');

@@ -19,9 +19,10 @@ import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 import { answerFigures } from './answers';
 import { burst, peerFigures, serviceRun } from './peer';
 import { withRunCost } from './runCost';
+import { providerFigures } from './providers';
 
 /**
- * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model | --outage | --peer | --answers]`: starts its own stack, measures the floor (Temporal's own cost), runs,
+ * `npm run bench [-- --quick] [-- --core] [-- --profile] [-- --inflight [--inflight-rate N] | --real-model | --outage | --providers | --peer | --answers]`: starts its own stack, measures the floor (Temporal's own cost), runs,
  * streams and an authenticated GET against a bare Koa route, how a run's cost grows with its work, the
  * other workloads, runs with one worker process against two, and streamed runs on the embedded real
  * model against the same requests sent to it straight; prints a table and writes
@@ -38,6 +39,8 @@ const INFLIGHT_ONLY = process.argv.includes('--inflight');
 const REAL_MODEL_ONLY = process.argv.includes('--real-model');
 /** Only the outage phase: runs through a PostgreSQL cut (bench/outage.ts). */
 const OUTAGE_ONLY = process.argv.includes('--outage');
+/** Only the model providers phase: runs through a 429 storm and a failover (bench/providers.ts). */
+const PROVIDERS_ONLY = process.argv.includes('--providers');
 /** Only the peer phase: the service, then LangGraph's dev server, on the same shapes in one sitting (bench/peer.ts). */
 const PEER_ONLY = process.argv.includes('--peer');
 /** Only the answers phase: the embedded model's answers to everyday prompts and json_object requests under each setting (bench/answers.ts); no stack. */
@@ -251,6 +254,7 @@ async function main(): Promise<void> {
         } else if (INFLIGHT_ONLY) reportInflight({ quick: QUICK, settings: SETTINGS, inflight: await inflight(stack) });
         else if (REAL_MODEL_ONLY) reportRealModel(await realModel(stack, children));
         else if (PEER_ONLY) reportPeer(await peer(stack, children));
+        else if (PROVIDERS_ONLY) await providerFigures(stack, QUICK, log);
         else report(await measure(stack, children));
         if (PROFILE) log(`CPU profiles of the API and the worker are written to ${PROFILE_DIR} as they stop; ${await stack.profileTemporal()}`);
       })(),

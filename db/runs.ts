@@ -253,6 +253,14 @@ export async function runStatus(publicId: string, on: Sql = sql): Promise<RunSta
   return row?.status;
 }
 
+const WORKSPACE_OF = statement('SELECT workspace_id FROM runs WHERE public_id = $1');
+
+/** The workspace a recorded run is of: a limited model provider is shared fairly by workspace (activities/providers/pacing.ts). */
+export async function runWorkspace(publicId: string, on: Sql = sql): Promise<number | undefined> {
+  const [row] = await on.rows<{ workspace_id: number }>(WORKSPACE_OF, [publicId]);
+  return row?.workspace_id;
+}
+
 /** A run left open (queued or running), with what settling it needs. */
 export interface OpenRun {
   runKey: number;

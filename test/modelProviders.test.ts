@@ -9,23 +9,26 @@ import { db } from '../db/sequelize';
 import * as admin from '../admin/commands';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import { startRun } from '../workflowClients/agentRun.client';
+import { redis } from '../infra/redis';
+import { runTimeline } from '../api/dashboard/runTimeline';
 import { startWorkers, type RunningWorkers } from '../workers/worker';
 import { notTheApi } from './stack/contractCheck';
 import { StubProvider } from './stack/stubProvider';
-import { closeAll, runInputFor, tenant, until, type Tenant } from './support/stack';
+import { closeAll, providerRequests, runInputFor, tenant, until, type Tenant } from './support/stack';
 
 /**
  * Model providers under pressure (docs/operations.md, "Model providers"), on the real stack: a worker
- * of this file's own, on a queue only it polls, with three providers declared in MODEL_PROVIDERS, each
- * a stub of its own with a fault switch. Provider names are this file's alone (their health is
- * shared in Redis by every worker).
+ * of this file's own, on a queue only it polls, with four providers declared in MODEL_PROVIDERS, each
+ * a stub of its own with a fault switch, one limited to 2 calls at once. Provider names are this
+ * file's alone (their health and slots are shared in Redis by every worker).
  */
 const id = randomUUID().slice(0, 8);
 const STORM = `storm-${id}`;
 const DOWN = `down-${id}`;
 const SPARE = `spare-${id}`;
+const PACED = `paced-${id}`;
 const QUEUE = `providers-${id}`;
-const stubs = { storm: new StubProvider(), down: new StubProvider(), spare: new StubProvider() };
+const stubs = { storm: new StubProvider(), down: new StubProvider(), spare: new StubProvider(), paced: new StubProvider() };
 const savedEnv = process.env.MODEL_PROVIDERS;
 let worker: RunningWorkers;
 let client: Client;
@@ -38,6 +41,7 @@ beforeAll(async () => {
     { name: STORM, base_url: `${stubs.storm.url}/v1`, api_key: 'k' },
     { name: DOWN, base_url: `${stubs.down.url}/v1`, api_key: 'k' },
     { name: SPARE, base_url: `${stubs.spare.url}/v1`, api_key_env: 'SPARE_KEY' },
+    { name: PACED, base_url: `${stubs.paced.url}/v1`, api_key: 'k', max_concurrency: 2 },
   ]);
   process.env.SPARE_KEY = 'spare-key';
   resetConfig();
@@ -56,15 +60,26 @@ afterAll(async () => {
   await closeAll();
 });
 
-/** Starts a run of an agent with this model configuration on the file's own worker. */
-async function start(config: { model: string; fallback_models?: string[] }): Promise<string> {
-  const input: RunInput = await runInputFor(t, { options: { timeoutMs: 60_000 } });
+/** Starts a run of an agent with this model configuration on the file's own worker (of the tenant's workspace, with this input). */
+async function start(config: { model: string; fallback_models?: string[] }, of = t, text = 'hi'): Promise<string> {
+  const input: RunInput = await runInputFor(of, { input: text, options: { timeoutMs: 60_000 } });
   input.agent = { ...input.agent, config };
   await startRun(client, input, { taskQueue: QUEUE });
   return input.runId;
 }
 
 const outcome = (runId: string) => client.workflow.getHandle(runId).result() as Promise<RunOutcome>;
+
+/** Scripts the model's replies on a stub of this file's own. */
+async function script(stub: StubProvider, model: string, replies: object[]): Promise<void> {
+  await fetch(`${stub.url}/_stub/script`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, replies }) });
+}
+
+/** The routing steps of a run's timeline (api/dashboard/runTimeline.ts), as the dashboard shows them. */
+async function routing(runId: string): Promise<{ kind: string; label: string }[]> {
+  const steps = (await runTimeline(runId))!.steps;
+  return steps.filter((s) => s.kind === 'wait' || s.kind === 'fallback').map((s) => ({ kind: s.kind, label: s.label }));
+}
 
 async function logged(runId: string): Promise<{ status: string; model: string; error_code: string | null }> {
   const [row] = await db().query<{ status: string; model: string; error_code: string | null }>(
@@ -81,18 +96,23 @@ describe('a 429 storm with Retry-After', () => {
     const first = await start({ model: `${STORM}/stub-model` });
     // The first refusal starts the shared cooldown; the runs that start in it send nothing.
     await until(async () => stub.faulted >= 1 || undefined, 'the first refusal');
-    const others = [await start({ model: `${STORM}/stub-model` }), await start({ model: `${STORM}/stub-model` }), await start({ model: `${STORM}/stub-model` })];
+    const others: string[] = [];
+    for (let i = 0; i < 11; i++) others.push(await start({ model: `${STORM}/stub-model` }));
     // Two more refusals: each a probe, one a second (Retry-After), while the storm lasts.
     await until(async () => stub.faulted >= 3 || undefined, 'two probes refused');
     stub.setFault(undefined);
     const runs = [first, ...others];
     const outcomes = await Promise.all(runs.map(outcome));
-    expect(outcomes.map((o) => o.run.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
-    // Four runs, each retrying on its own, would have been refused 12 times in the storm and failed.
+    expect(outcomes.map((o) => o.run.status)).toEqual(Array(12).fill('completed'));
+    // Twelve runs, each retrying on its own, would have been refused 36 times in the storm and failed.
+    // Here: the first refusal and one probe a Retry-After period (two while the test watched, a third
+    // only if the test was slower than a period to turn the storm off).
     expect(stub.faulted).toBeLessThanOrEqual(4);
     // After the storm, one probe, then the rest: every run's call answered once.
-    expect(stub.asked - stub.faulted).toBe(4);
+    expect(stub.asked - stub.faulted).toBe(12);
     expect((await logged(first)).model).toBe(`${STORM}/stub-model`);
+    // The dashboard's timeline shows the wait as a step of its own.
+    expect(await routing(first)).toEqual([{ kind: 'wait', label: expect.stringMatching(new RegExp(`^waited \\d+\\.\\d s for provider ${STORM}: its cooldown \\(Retry-After\\)$`)) }]);
   });
 });
 
@@ -109,7 +129,41 @@ describe('a provider down with a fallback', () => {
     expect(stubs.down.faulted).toBeGreaterThanOrEqual(3);
     expect(stubs.down.faulted).toBeLessThanOrEqual(4);
     expect(await logged(runs[5])).toEqual({ status: 'completed', model: `${SPARE}/stub-model`, error_code: null });
+    // The dashboard's timeline shows the fallback as a step of its own, with why.
+    expect(await routing(runs[0])).toEqual([{ kind: 'fallback', label: `answered by ${SPARE}/stub-model after ${DOWN}/stub-model failed: server` }]);
     stubs.down.setFault(undefined);
+  });
+});
+
+describe('a provider limited to 2 calls at once, shared by two workspaces', () => {
+  it('never has more than 2 calls at once, and lets the second workspace\'s run go after at most one more call of the first\'s', async () => {
+    const stub = stubs.paced;
+    const model = 'held';
+    await script(stub, model, Array(6).fill({ hold: true }));
+    const queued = () => redis().zcard(`aes:model-pacing:${PACED}:queue`);
+    const release = () => fetch(`${stub.url}/_stub/release?model=${model}`, { method: 'POST' });
+    const held = async () => ((await (await fetch(`${stub.url}/_stub/held?model=${model}`)).json()) as { held: number }).held;
+    const other = await tenant();
+    const runsOfA: string[] = [];
+    for (let i = 0; i < 5; i++) runsOfA.push(await start({ model: `${PACED}/${model}` }, t, 'from workspace a'));
+    // Two calls at the provider (held there until the test answers them), three waiting for a slot.
+    await until(async () => ((await held()) === 2 && (await queued()) === 3) || undefined, "a's calls held and queued");
+    const ofB = await start({ model: `${PACED}/${model}` }, other, 'from workspace b');
+    await until(async () => (await queued()) === 4 || undefined, "b's call queued");
+    // Each answer frees a slot, which goes to the next call in turn: two calls at the provider again.
+    for (const asked of [4, 6]) {
+      await release();
+      await until(async () => (stub.asked === asked && (await held()) === 2) || undefined, `${asked} calls asked`);
+    }
+    await release();
+    const outcomes = await Promise.all([...runsOfA, ofB].map(outcome));
+    expect(outcomes.map((o) => o.run.status)).toEqual(Array(6).fill('completed'));
+    expect(stub.mostAtOnce).toBe(2);
+    // By arrival, b's call would have been the sixth; by turns, it follows at most a's one call of the turn it joined.
+    const order = (await providerRequests(model, stub.url)).map((r) => (JSON.stringify(r.body.messages).includes('from workspace b') ? 'b' : 'a'));
+    expect(order.indexOf('b')).toBeGreaterThanOrEqual(2);
+    expect(order.indexOf('b')).toBeLessThanOrEqual(3);
+    expect(await routing(ofB)).toEqual([{ kind: 'wait', label: expect.stringMatching(new RegExp(`^waited \\d+\\.\\d s for provider ${PACED}: a slot \\(max_concurrency, rpm\\)$`)) }]);
   });
 });
 
@@ -136,7 +190,7 @@ describe('the operator contract', () => {
     process.env.MODEL_PROVIDERS = JSON.stringify([...JSON.parse(process.env.MODEL_PROVIDERS!), { name: 'leaving', base_url: 'http://127.0.0.1:9/v1', api_key: 'k' }]);
     resetConfig();
     await admin.updateAgentDraft({ agent: agent.id, config: { model: 'leaving/m' } });
-    process.env.MODEL_PROVIDERS = JSON.stringify(JSON.parse(process.env.MODEL_PROVIDERS!).slice(0, 3));
+    process.env.MODEL_PROVIDERS = JSON.stringify(JSON.parse(process.env.MODEL_PROVIDERS!).slice(0, 4));
     resetConfig();
     await refused(admin.publishAgent({ agent: agent.id }), 'leaving');
   });

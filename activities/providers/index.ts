@@ -2,13 +2,15 @@ import { config } from '../../infra/config';
 import { modelRoute, type ProviderNames } from '../../domain/modelRoutes';
 import { LocalProvider } from './local';
 import { OpenAIProvider } from './openai';
+import type { Limits } from './pacing';
 import type { ModelProvider } from './types';
 
-/** A provider as the router calls it: its name, and whether failures open its circuit (declared providers only: activities/providers/health.ts). */
+/** A provider as the router calls it: its name, whether failures open its circuit (declared providers only: activities/providers/health.ts), and its limits (activities/providers/pacing.ts). */
 export interface NamedProvider {
   name: string;
   provider: ModelProvider;
   circuit: boolean;
+  limits: Limits;
 }
 
 interface Providers {
@@ -28,8 +30,8 @@ export function modelProviders(): Providers {
     const { declared } = c.modelProviders;
     const options = { structuredOutput: c.modelStructuredOutput, jsonObjectGrammar: c.modelJsonObjectGrammar };
     const built = declared
-      ? c.modelProviders.providers.map((p) => ({ name: p.name, provider: new OpenAIProvider({ baseURL: p.baseUrl, apiKey: p.apiKey, ...options }) as ModelProvider, circuit: true }))
-      : [{ name: 'default', provider: c.modelProvider === 'openai' ? new OpenAIProvider({ baseURL: c.modelBaseUrl, apiKey: c.modelApiKey, ...options }) : new LocalProvider(), circuit: false }];
+      ? c.modelProviders.providers.map((p) => ({ name: p.name, provider: new OpenAIProvider({ baseURL: p.baseUrl, apiKey: p.apiKey, ...options }) as ModelProvider, circuit: true, limits: { maxConcurrency: p.maxConcurrency, rpm: p.rpm } }))
+      : [{ name: 'default', provider: c.modelProvider === 'openai' ? new OpenAIProvider({ baseURL: c.modelBaseUrl, apiKey: c.modelApiKey, ...options }) : new LocalProvider(), circuit: false, limits: {} }];
     providers = { byName: new Map(built.map((p) => [p.name, p])), names: { names: built.map((p) => p.name), declared } };
   }
   return providers;

@@ -23,11 +23,11 @@ export const providerMetrics = {
   fellBack(meter: MetricMeter, from: string, to: string): void {
     meter.createCounter('aes_model_provider_fallbacks', 'calls', 'Model calls answered by a fallback model, by the provider first asked (from) and the one that answered (to).').add(1, { from, to });
   },
-  /** Calls of this worker waiting for a provider's cooldown or circuit to end, now. */
+  /** Calls of this worker waiting for a provider's cooldown or circuit to end, or for one of its slots (max_concurrency, rpm), now. */
   waiting(meter: MetricMeter, provider: string, change: 1 | -1): void {
     const now = (waitingNow.get(provider) ?? 0) + change;
     waitingNow.set(provider, now);
-    meter.createGauge('aes_model_provider_calls_waiting', 'int', 'calls', 'Model calls of this worker waiting for a provider to come out of its cooldown or circuit, by provider.').set(now, { provider });
+    meter.createGauge('aes_model_provider_calls_waiting', 'int', 'calls', 'Model calls of this worker waiting for a provider to come out of its cooldown or circuit, or for one of its slots (max_concurrency, rpm), by provider.').set(now, { provider });
   },
 };
 

@@ -7,6 +7,7 @@ import { temporal } from '../../infra/temporalClient';
 import type { Usage } from '../../domain/usage';
 import type { IncompleteReason } from '../../domain/runResponse';
 import type { LimitReason } from '../../domain/limits';
+import type { RouteNote } from '../../activities/providers/router';
 
 /**
  * A run's steps, read from its own workflow history: each activity the run scheduled (a model call,
@@ -22,7 +23,8 @@ export interface RunTimeline {
 }
 
 export interface TimelineStep {
-  kind: 'model_call' | 'tool_call' | 'retrieval' | 'step';
+  /** `wait` and `fallback`: how a model call was routed (activities/providers/router.ts), each a step of its own after the call's. */
+  kind: 'model_call' | 'tool_call' | 'retrieval' | 'step' | 'wait' | 'fallback';
   /** The activity's summary, as the Temporal UI shows it: `model call 2 (repair)`, `tool lookup_order`. */
   label: string;
   scheduledAt: Date;
@@ -35,15 +37,28 @@ export interface TimelineStep {
   /** A failure's type: the error code the run reports (tool_execution_failed, provider_unavailable…). */
   errorCode?: string;
   tokens?: { input: number; output: number };
-  /** For a model call: the model that answered, and how it was routed (a fallback taken, a wait for a provider: activities/providers/router.ts). */
+  /** For a model call: the model that answered. */
   model?: string;
-  route?: string;
 }
 
-/** A routed call's note in words: `fell back from a/stub-model; waited 1200 ms for a provider`. */
-export function routeText(route: { fellBackFrom?: string[]; waitedMs?: number } | undefined): string | undefined {
-  const parts = [...(route?.fellBackFrom?.length ? [`fell back from ${route.fellBackFrom.join(', ')}`] : []), ...(route?.waitedMs ? [`waited ${route.waitedMs} ms for a provider`] : [])];
-  return parts.length > 0 ? parts.join('; ') : undefined;
+const PASSED: Record<string, (model: string) => string> = {
+  cooldown: (model) => `${model} was cooling down`,
+  circuit: (model) => `${model}'s circuit was open`,
+};
+const WAITED_FOR: Record<string, string> = { cooldown: 'its cooldown (Retry-After)', circuit: 'its open circuit', limit: 'a slot (max_concurrency, rpm)' };
+
+/**
+ * A model call's routing as steps of their own, after the call's: each wait for a provider (`waited
+ * 2.1 s for provider a: its cooldown (Retry-After)`), and a fallback taken (`answered by b/stub-model
+ * after a/stub-model failed: rate_limited`).
+ */
+export function routeSteps(call: TimelineStep, route: RouteNote | undefined): TimelineStep[] {
+  const at = { scheduledAt: call.startedAt ?? call.scheduledAt, startedAt: call.startedAt, attempts: call.attempts, status: 'completed' as const };
+  const waits = (route?.waits ?? []).map((w): TimelineStep => ({ ...at, kind: 'wait', label: `waited ${(w.ms / 1000).toFixed(1)} s for provider ${w.provider}: ${WAITED_FOR[w.why] ?? w.why}`, latencyMs: w.ms }));
+  const passed = route?.passed ?? [];
+  if (passed.length === 0) return waits;
+  const why = passed.map((p) => PASSED[p.why]?.(p.model) ?? `${p.model} failed: ${p.why}`).join('; ');
+  return [...waits, { ...at, kind: 'fallback', label: `answered by ${call.model} after ${why}` }];
 }
 
 /**
@@ -87,6 +102,8 @@ export async function runTimeline(runId: string): Promise<RunTimeline | undefine
   }
   if (events.length === 0) return undefined;
   const steps = new Map<string, TimelineStep>();
+  /** The routing steps of a model call, by its scheduled event: they follow it. */
+  const routed = new Map<string, TimelineStep[]>();
   for (const e of events) {
     const scheduled = e.activityTaskScheduledEventAttributes;
     if (scheduled) {
@@ -108,12 +125,11 @@ export async function runTimeline(runId: string): Promise<RunTimeline | undefine
     if (e.activityTaskCompletedEventAttributes) {
       step.status = 'completed';
       if (step.kind === 'model_call') {
-        const result = await opened<{ usage?: Usage; model?: string; route?: { fellBackFrom?: string[]; waitedMs?: number } }>(e.activityTaskCompletedEventAttributes.result?.payloads?.[0]);
+        const result = await opened<{ usage?: Usage; model?: string; route?: RouteNote }>(e.activityTaskCompletedEventAttributes.result?.payloads?.[0]);
         const usage = result?.usage;
         if (usage) step.tokens = { input: usage.input_tokens, output: usage.output_tokens };
         if (result?.model) step.model = result.model;
-        const route = routeText(result?.route);
-        if (route) step.route = route;
+        routed.set(String(e.activityTaskCompletedEventAttributes.scheduledEventId), routeSteps(step, result?.route));
       }
     } else if (e.activityTaskFailedEventAttributes) {
       step.status = 'failed';
@@ -123,5 +139,5 @@ export async function runTimeline(runId: string): Promise<RunTimeline | undefine
       step.status = e.activityTaskTimedOutEventAttributes ? 'timed out' : 'cancelled';
     }
   }
-  return { acceptedAt: time(events[0]), steps: [...steps.values()] };
+  return { acceptedAt: time(events[0]), steps: [...steps].flatMap(([id, step]) => [step, ...(routed.get(id) ?? [])]) };
 }

@@ -125,6 +125,9 @@ export class StubProvider extends LoopbackServer {
   faulted = 0;
   /** Chat requests the stub received (faulted or not), since it started. */
   asked = 0;
+  /** Chat requests being answered now (held ones included), and the most there ever were at once. */
+  atOnce = 0;
+  mostAtOnce = 0;
 
   /** Turns the fault switch: on with a fault, off with none. */
   setFault(fault: StubFault | undefined): void {
@@ -194,6 +197,8 @@ export class StubProvider extends LoopbackServer {
     const recorded: RecordedRequest = { body, headers: req.headers, aborted: false };
     script.requests.push(recorded);
     this.asked++;
+    this.mostAtOnce = Math.max(this.mostAtOnce, ++this.atOnce);
+    res.on('close', () => this.atOnce--);
     if (this.fault) {
       this.faulted++;
       if (this.fault === 'cut') return void req.socket.destroy();
