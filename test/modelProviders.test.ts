@@ -61,8 +61,8 @@ afterAll(async () => {
 });
 
 /** Starts a run of an agent with this model configuration on the file's own worker (of the tenant's workspace, with this input). */
-async function start(config: { model: string; fallback_models?: string[] }, of = t, text = 'hi'): Promise<string> {
-  const input: RunInput = await runInputFor(of, { input: text, options: { timeoutMs: 60_000 } });
+async function start(config: { model: string; fallback_models?: string[] }, of = t, text = 'hi', timeoutMs = 60_000): Promise<string> {
+  const input: RunInput = await runInputFor(of, { input: text, options: { timeoutMs } });
   input.agent = { ...input.agent, config };
   await startRun(client, input, { taskQueue: QUEUE });
   return input.runId;
@@ -164,6 +164,25 @@ describe('a provider limited to 2 calls at once, shared by two workspaces', () =
     expect(order.indexOf('b')).toBeGreaterThanOrEqual(2);
     expect(order.indexOf('b')).toBeLessThanOrEqual(3);
     expect(await routing(ofB)).toEqual([{ kind: 'wait', label: expect.stringMatching(new RegExp(`^waited \\d+\\.\\d s for provider ${PACED}: a slot \\(max_concurrency, rpm\\)$`)) }]);
+  });
+});
+
+describe('a provider whose slots stay full past a run\'s deadline', () => {
+  it('fails the waiting run provider_unavailable, having sent nothing and charged nothing', async () => {
+    const stub = stubs.paced;
+    const model = 'blocking';
+    await script(stub, model, Array(2).fill({ hold: true }));
+    const held = async () => ((await (await fetch(`${stub.url}/_stub/held?model=${model}`)).json()) as { held: number }).held;
+    const blocking = [await start({ model: `${PACED}/${model}` }), await start({ model: `${PACED}/${model}` })];
+    await until(async () => (await held()) === 2 || undefined, 'both slots taken');
+    const asked = stub.asked;
+    // Its slot never frees before its deadline: the held calls are answered only after it has failed.
+    const late = await start({ model: `${PACED}/${model}` }, t, 'hi', 3000);
+    const result = await outcome(late);
+    expect({ status: result.run.status, code: result.error?.code, tokens: result.run.usage.total_tokens }).toEqual({ status: 'failed', code: 'provider_unavailable', tokens: 0 });
+    expect(stub.asked).toBe(asked);
+    await fetch(`${stub.url}/_stub/release?model=${model}`, { method: 'POST' });
+    expect((await Promise.all(blocking.map(outcome))).map((o) => o.run.status)).toEqual(['completed', 'completed']);
   });
 });
 
