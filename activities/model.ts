@@ -182,6 +182,7 @@ async function call(ctx: Context, input: GenerateInput): Promise<GenerateResult>
       toolChoice: input.toolChoice,
       signal,
       traceId: input.traceId ?? '',
+      attempt,
       ...(input.stream && {
         onTextDelta: (delta: string) => {
           streamed += delta;

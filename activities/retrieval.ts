@@ -1,4 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
+import { AES, GENAI, OPERATION, spanName } from '../domain/genaiSpans';
+import { contentCaptured } from '../infra/genaiContent';
+import { inSpan } from '../infra/tracing';
 import { hasPrefix } from '../domain/ids';
 import { MAX_PASSAGES, type Passage } from '../domain/knowledge';
 import { collectionKeys, searchChunks } from '../db/knowledgeChunks';
@@ -34,7 +37,18 @@ async function narrowed(r: RetrievalRequest, tx: Sql): Promise<string[]> {
  */
 export function retrieveKnowledge(r: RetrievalRequest): Promise<Passage[]> {
   // A slow query (not an outage) is stopped, and the activity's retry policy decides, as before.
-  return heartbeating(() => untilAvailable(() => withStatementTimeout(RETRIEVAL_STATEMENT_TIMEOUT_MS, (tx) => retrieve(r, tx)), r.deadlineAt));
+  return heartbeating(() => traced(r, () => untilAvailable(() => withStatementTimeout(RETRIEVAL_STATEMENT_TIMEOUT_MS, (tx) => retrieve(r, tx)), r.deadlineAt)));
+}
+
+/** The retrieval as a `retrieval` span of the GenAI conventions: its collections and how many chunks it found (the query only as infra/genaiContent.ts allows). */
+function traced(r: RetrievalRequest, work: () => Promise<Passage[]>): Promise<Passage[]> {
+  const source = r.collections.join(',');
+  const attributes = { [GENAI.operation]: OPERATION.retrieval, [GENAI.dataSource]: source, ...(contentCaptured() && { [GENAI.retrievalQuery]: r.query }) };
+  return inSpan(spanName(OPERATION.retrieval, source), { attributes }, async (span) => {
+    const passages = await work();
+    span.setAttribute(AES.retrievedChunks, passages.length);
+    return passages;
+  });
 }
 
 /** The longest one retrieval statement may take. */

@@ -9,6 +9,7 @@ import type { StreamEventType } from '../domain/streamEvents';
 import { callSignal, deadlineFailure } from './bounded';
 import { RunEvents } from './runEvents';
 import { TOOL_REQUEST_TIMEOUT_MS } from '../domain/timings';
+import { tracedTool } from './toolSpan';
 
 export interface ToolInvocation {
   runId: string;
@@ -53,12 +54,14 @@ export function callTool(call: ToolInvocation): Promise<string> {
   });
 }
 
-/** What every service-run tool call names: its run, the model's call, the tool's name as the model called it, the run's deadline. */
+/** What every service-run tool call names: its run, the model's call, the tool's name as the model called it, the run's deadline; its arguments and, for an MCP tool, its server, for its span. */
 export interface ToolCallOf {
   runId: string;
   callId: string;
   name: string;
   deadline: Deadline;
+  arguments?: string;
+  server?: { server_label: string; server_url: string };
 }
 
 /**
@@ -66,6 +69,7 @@ export interface ToolCallOf {
  * past the run's deadline, response.tool.started at its first attempt, then `work`, which says how
  * it ended. What `work` throws is tool_execution_failed, final as `failure` says (retried by the
  * policy beside the workflow otherwise), unless the run's time ran out: then the deadline's failure.
+ * Each attempt is an `execute_tool` span (activities/toolSpan.ts).
  */
 export async function asToolCall(
   call: ToolCallOf,
@@ -79,7 +83,7 @@ export async function asToolCall(
   const event = { id: call.runId, call_id: call.callId, tool: call.name };
   if (ctx.info.attempt === 1) events.emit('response.tool.started', event);
   try {
-    return await work({ signal, events, event });
+    return await tracedTool(call, () => work({ signal, events, event }));
   } catch (err) {
     if (err instanceof ApplicationFailure) throw err;
     // The run's time is up: stopping the tool fails the run, whatever the tool policy.

@@ -131,4 +131,26 @@ describe("the worker's metrics", () => {
       receiver.close();
     }
   });
+
+  it("serve the GenAI conventions' client metrics: tokens by type, each call's duration and a stream's first chunk, by provider and model", async () => {
+    const t = await tenant();
+    await scriptModel(t.model, [{ chunks: ['one ', 'two'], usage: { prompt_tokens: 21, completion_tokens: 2 } }]);
+    const stream = frames(await openStream(api.url, '/api/v2/responses', t.key, { agent: t.agent, input: 'hi', stream: true }));
+    for await (const frame of stream) void frame;
+    const labels = `gen_ai_operation_name="chat",gen_ai_provider_name="openai",gen_ai_request_model="${t.model}",gen_ai_response_model="${t.model}"`;
+    const series = (name: string) => new RegExp(`^${name}\\{([^}]*)\\} (\\S+)$`, 'gm');
+    // The exporter refreshes about once a second.
+    const text = await until(async () => {
+      const body = await (await fetch(process.env.TEST_WORKER_METRICS_URL!)).text();
+      return body.includes(t.model) && /gen_ai_client_operation_time_to_first_chunk/.test(body) ? body : undefined;
+    }, "the run's call in the worker metrics");
+    const value = (name: string, extra = '') => [...text.matchAll(series(name))].find((m) => m[1].includes(labels) && m[1].includes(extra))?.[2];
+    expect(value('gen_ai_client_token_usage_sum', 'gen_ai_token_type="input"')).toBe('21');
+    expect(value('gen_ai_client_token_usage_sum', 'gen_ai_token_type="output"')).toBe('2');
+    expect(value('gen_ai_client_operation_duration_count')).toBe('1');
+    expect(value('gen_ai_client_operation_time_to_first_chunk_count')).toBe('1');
+    // The conventions' buckets.
+    expect(text).toMatch(/gen_ai_client_token_usage_bucket\{[^}]*le="16384"/);
+    expect(text).toMatch(/gen_ai_client_operation_duration_bucket\{[^}]*le="0.64"/);
+  });
 });

@@ -1,18 +1,15 @@
-import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { dataConverter } from '../infra/payloadCodec';
-import { answers, freePort, startDevServer } from '../workers/temporalDevServer';
-import { call, providerRequests, tenant, until, useApi, type Tenant } from './support/stack';
+import { otlpProtocol } from '../infra/tracing';
+import { otlpReceiver, type ReceivedSpan } from './support/otlpReceiver';
+import { call, providerRequests, scriptModel, tenant, useApi, type Tenant } from './support/stack';
+import type { StubReply } from './stack/stubProvider';
+import { useTracedProcesses } from './support/tracedProcesses';
+import { everythingServer } from './support/mcpEverything';
 
 /**
  * A run's `trace_id` is the W3C trace id of the request that started it, carried through its
  * workflow and activities to the provider request's `traceparent`; spans leave a process only when
- * OTEL_TRACES_EXPORTER=otlp.
+ * OTEL_TRACES_EXPORTER=otlp, over the OTLP protocol named (http/protobuf by default, http/json, grpc).
  */
 const api = useApi();
 
@@ -53,104 +50,136 @@ describe('a run started by a request', () => {
   });
 });
 
-interface ExportedSpan {
-  service: string;
-  name: string;
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-}
-
-/** An OTLP/HTTP receiver: what POST /v1/traces brings, as the JSON encoding (http/json) has it. */
-async function otlpReceiver(): Promise<{ url: string; posts: number; spans: ExportedSpan[]; server: Server }> {
-  const received = { url: '', posts: 0, spans: [] as ExportedSpan[], server: createServer() };
-  received.server.on('request', (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c)).on('end', () => {
-      received.posts++;
-      if (req.url === '/v1/traces') {
-        for (const rs of JSON.parse(Buffer.concat(chunks).toString()).resourceSpans ?? []) {
-          const service = rs.resource.attributes.find((a: { key: string }) => a.key === 'service.name')?.value.stringValue;
-          for (const ss of rs.scopeSpans) for (const s of ss.spans) received.spans.push({ service, name: s.name, traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId });
-        }
-      }
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
+describe('the OTLP protocol', () => {
+  afterEach(() => {
+    delete process.env.OTEL_EXPORTER_OTLP_PROTOCOL;
+    delete process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL;
   });
-  await new Promise<void>((resolve) => received.server.listen(0, '127.0.0.1', resolve));
-  received.url = `http://127.0.0.1:${(received.server.address() as AddressInfo).port}`;
-  return received;
+
+  it('is http/protobuf unless named; the traces variable wins; a name OTLP does not have falls back to http/protobuf', () => {
+    expect(otlpProtocol()).toBe('http/protobuf');
+    process.env.OTEL_EXPORTER_OTLP_PROTOCOL = 'grpc';
+    expect(otlpProtocol()).toBe('grpc');
+    process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL = 'http/json';
+    expect(otlpProtocol()).toBe('http/json');
+    process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL = 'carrier-pigeon';
+    expect(otlpProtocol()).toBe('http/protobuf');
+  });
+});
+
+/** The ids of the spans above `span`. */
+function ancestors(spans: ReceivedSpan[], span: ReceivedSpan): string[] {
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  const found: string[] = [];
+  for (let at = byId.get(span.parentSpanId ?? ''); at; at = byId.get(at.parentSpanId ?? '')) found.push(at.spanId);
+  return found;
 }
 
 describe('exporting spans', () => {
-  // The API and a worker as deployed (compiled, processes of their own, with the environment under
-  // test), on a Temporal server of their own so no other worker takes their runs.
-  const API = path.join(__dirname, '../dist/api/server.js');
-  const WORKER = path.join(__dirname, '../dist/test/stack/childWorker.js');
-  const children: ChildProcess[] = [];
-  let temporal: { address: string; process: ChildProcess };
-
-  beforeAll(async () => {
-    for (const file of [API, WORKER]) if (!existsSync(file)) throw new Error(`${file} is missing: run npm run build first (npm test does)`);
-    temporal = await startDevServer();
-  });
-  afterAll(() => {
-    for (const child of children) child.kill('SIGKILL');
-    temporal?.process.kill('SIGKILL');
-  });
-
-  const exited = (child: ChildProcess) => new Promise<number | null>((resolve) => (child.exitCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
+  const processes = useTracedProcesses();
 
   /** Runs one response through an API and a worker process with `env`, then stops both (SIGTERM, as a deploy does); returns the run. */
-  async function runThroughProcesses(env: Record<string, string | undefined>, traceparent: string): Promise<{ status: number; body: any; t: Tenant }> {
-    const processEnv = { ...process.env, TEMPORAL_ADDRESS: temporal.address, OTEL_TRACES_EXPORTER: undefined, ...env };
-    const worker = fork(WORKER, ['agent-runs'], { env: processEnv, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-    children.push(worker);
-    await new Promise<void>((resolve, reject) => {
-      worker.once('message', () => resolve());
-      worker.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
-    });
-    const port = await freePort();
-    const apiProcess = spawn(process.execPath, [API], { env: { ...processEnv, PORT: String(port), SHUTDOWN_DELAY_MS: '0' }, stdio: ['ignore', 'ignore', 'inherit'] });
-    children.push(apiProcess);
-    await until(async () => ((await answers(port)) ? true : undefined), 'the API process to listen');
-    const t = await tenant();
-    const run = await call(`http://127.0.0.1:${port}`, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' }, headers: { traceparent } });
-    // The answer comes at the run's settlement: the workflow (and its span) ends with its last task, just after.
-    const client = new Client({ connection: await Connection.connect({ address: temporal.address }), dataConverter });
-    await client.workflow.getHandle(run.body.id).result();
-    await client.connection.close();
-    apiProcess.kill('SIGTERM');
-    worker.kill('SIGTERM');
-    expect(await exited(apiProcess)).toBe(0);
-    expect(await exited(worker)).toBe(0);
+  async function runThroughProcesses(env: Record<string, string | undefined>, traceparent: string, o: { replies?: StubReply[]; config?: Record<string, unknown> } = {}): Promise<{ status: number; body: any; t: Tenant }> {
+    const traced = await processes.start(env);
+    const t = await tenant({ config: o.config });
+    if (o.replies) await scriptModel(t.model, o.replies);
+    const run = await call(traced.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' }, headers: { traceparent } });
+    await traced.settled(run.body.id);
+    expect(await traced.stop()).toEqual([0, 0]);
     return { ...run, t };
   }
 
-  it('with OTEL_TRACES_EXPORTER=otlp, the API and the worker export their spans of the run, all in the caller’s trace', async () => {
-    const receiver = await otlpReceiver();
+  // http/protobuf is OTLP's default, and what is sent when no protocol is named.
+  it.each([
+    ['http/protobuf (the default)', 'http/protobuf', undefined],
+    ['http/json', 'http/json', 'http/json'],
+    ['grpc', 'grpc', 'grpc'],
+  ] as const)('with OTEL_TRACES_EXPORTER=otlp over %s, the API and the worker export their spans of the run, all in the caller’s trace, with the configured headers', async (_, protocol, asked) => {
+    const receiver = await otlpReceiver(protocol);
     try {
       const traceId = hex(16);
       const callerSpan = hex(8);
       // Batches leave only at shutdown, so this also checks that both processes flush when they stop.
-      const run = await runThroughProcesses({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '600000' }, `00-${traceId}-${callerSpan}-01`);
+      const run = await runThroughProcesses(
+        { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_PROTOCOL: asked, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_HEADERS: 'x-collector-key=k%3D1', OTEL_BSP_SCHEDULE_DELAY: '600000' },
+        `00-${traceId}-${callerSpan}-01`,
+      );
       expect(run.status).toBe(200);
       expect(run.body.trace_id).toBe(traceId);
+      expect(receiver.headers.length).toBeGreaterThan(0);
+      for (const headers of receiver.headers) expect(headers['x-collector-key']).toBe('k=1');
       const inTrace = (service: string) => receiver.spans.filter((s) => s.service === service && s.traceId === traceId).map((s) => s.name);
       expect(inTrace('agent-execution-api')).toEqual(expect.arrayContaining(['POST /api/v2/responses', 'StartWorkflow:agentRun']));
-      expect(inTrace('agent-execution-worker')).toEqual(expect.arrayContaining(['RunWorkflow:agentRun', 'StartActivity:startRun', 'RunActivity:startRun']));
+      expect(inTrace('agent-execution-worker')).toEqual(expect.arrayContaining(['RunWorkflow:agentRun', 'invoke_agent agent', 'StartActivity:startRun', 'RunActivity:startRun', `chat ${run.t.model}`]));
       // One tree: the request's span is the caller's child, and the workflow the child of the request's start of it.
       const named = (name: string) => receiver.spans.find((s) => s.name === name)!;
       expect(named('POST /api/v2/responses').parentSpanId).toBe(callerSpan);
       expect(named('StartWorkflow:agentRun').parentSpanId).toBe(named('POST /api/v2/responses').spanId);
       expect(named('RunWorkflow:agentRun').parentSpanId).toBe(named('StartWorkflow:agentRun').spanId);
+      // The run's agent span, then its activities, each model call a span of its own inside.
+      expect(named('invoke_agent agent').parentSpanId).toBe(named('RunWorkflow:agentRun').spanId);
+      expect(named('StartActivity:startRun').parentSpanId).toBe(named('invoke_agent agent').spanId);
+      expect(named(`chat ${run.t.model}`).parentSpanId).toBe(named('RunActivity:startRun').spanId);
+      // The provider's request names the call's span as its parent.
+      expect(TRACEPARENT.exec(await providerTraceparent(run.t))![2]).toBe(named(`chat ${run.t.model}`).spanId);
     } finally {
-      receiver.server.close();
+      receiver.close();
+    }
+  });
+
+  it('makes a retried model call a second chat span, marked as a retry, the failed one with its error.type, both under the run’s agent span', async () => {
+    const receiver = await otlpReceiver('http/protobuf');
+    try {
+      const traceId = hex(16);
+      const run = await runThroughProcesses({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, `00-${traceId}-${hex(8)}-01`, { replies: [{ status: 503 }, { text: 'second time lucky' }] });
+      expect(run.status).toBe(200);
+      const calls = receiver.spans.filter((s) => s.traceId === traceId && s.name === `chat ${run.t.model}`);
+      expect(calls.map((s) => [s.attributes['aes.model_call.attempt'], s.attributes['aes.model_call.retry'], s.attributes['error.type']]).sort()).toEqual([
+        [1, false, '503'],
+        [2, true, undefined],
+      ]);
+      const agent = receiver.spans.find((s) => s.traceId === traceId && s.name === 'invoke_agent agent')!;
+      for (const s of calls) expect(ancestors(receiver.spans, s)).toContain(agent.spanId);
+      expect(calls.find((s) => s.attributes['aes.model_call.retry'])!.attributes).toMatchObject({ 'gen_ai.usage.input_tokens': 10, 'gen_ai.usage.output_tokens': 5, 'gen_ai.response.finish_reasons': ['stop'] });
+    } finally {
+      receiver.close();
+    }
+  });
+
+  it('makes a remote MCP tool call an execute_tool span that names its server, and the run’s retrieval a retrieval span, under the run’s agent span', async () => {
+    const receiver = await otlpReceiver('http/protobuf');
+    const everything = await everythingServer();
+    try {
+      const traceId = hex(16);
+      // A collection that holds nothing yet: retrieved from, finding nothing.
+      const config = { tools: [{ type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: ['echo'] }], knowledge: { collections: ['handbook'] } };
+      const replies = [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"hi"}' }] }, { text: 'It said hi.' }];
+      const run = await runThroughProcesses({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, `00-${traceId}-${hex(8)}-01`, { config, replies });
+      expect(run.body.status).toBe('completed');
+      const tool = receiver.spans.find((s) => s.traceId === traceId && s.name === 'execute_tool everything__echo')!;
+      const server = new URL(everything.url);
+      expect(tool.attributes).toEqual({
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': 'everything__echo',
+        'gen_ai.tool.call.id': expect.any(String),
+        'gen_ai.tool.type': 'extension',
+        'aes.mcp.server_label': 'everything',
+        'mcp.method.name': 'tools/call',
+        'server.address': server.hostname,
+        'server.port': Number(server.port),
+      });
+      const retrieval = receiver.spans.find((s) => s.traceId === traceId && s.name === 'retrieval handbook')!;
+      expect(retrieval.attributes).toEqual({ 'gen_ai.operation.name': 'retrieval', 'gen_ai.data_source.id': 'handbook', 'aes.retrieval.chunks': 0 });
+      const agent = receiver.spans.find((s) => s.traceId === traceId && s.name === 'invoke_agent agent')!;
+      for (const s of [tool, retrieval]) expect(ancestors(receiver.spans, s)).toContain(agent.spanId);
+    } finally {
+      receiver.close();
+      await everything.stop();
     }
   });
 
   it('by default, sends nothing, even with an endpoint configured, and still carries the trace to the provider', async () => {
-    const receiver = await otlpReceiver();
+    const receiver = await otlpReceiver('http/protobuf');
     try {
       const traceId = hex(16);
       const run = await runThroughProcesses({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '10' }, `00-${traceId}-${hex(8)}-01`);
@@ -159,7 +188,7 @@ describe('exporting spans', () => {
       expect(TRACEPARENT.exec(await providerTraceparent(run.t))![1]).toBe(traceId);
       expect(receiver.posts).toBe(0);
     } finally {
-      receiver.server.close();
+      receiver.close();
     }
   });
 });

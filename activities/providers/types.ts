@@ -21,6 +21,8 @@ export interface ModelRequest {
   signal?: AbortSignal;
   /** The run's trace id, continued by the provider request's `traceparent`. */
   traceId: string;
+  /** The activity's attempt (1 first): the call's span marks a retry. */
+  attempt?: number;
   /** When given, the reply is streamed and each text chunk is handed over as it arrives. */
   onTextDelta?: (chunk: string) => void;
 }
