@@ -1,5 +1,5 @@
 import { SingleBar } from 'cli-progress';
-import { jobObject } from '../domain/jobs';
+import { jobObject } from '../domain/jobRecord';
 import { jobById, jobCounts } from '../db/jobs';
 import { AdminError } from './commands';
 

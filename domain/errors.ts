@@ -63,7 +63,9 @@ export const ERROR_TABLE = {
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_TABLE;
-export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'cancelled' | 'blocked';
+
+export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'blocked'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
 
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.prototype.hasOwnProperty.call(ERROR_TABLE, value);

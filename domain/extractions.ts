@@ -82,23 +82,3 @@ export interface ExtractionFields {
   started_at: Date | null;
   completed_at: Date | null;
 }
-
-/** The public extraction record. */
-export function extractionObject(row: ExtractionFields): Record<string, unknown> {
-  return {
-    id: row.public_id,
-    object: 'extraction',
-    document: row.document,
-    agent: row.agent,
-    status: row.status,
-    schema: row.schema,
-    instructions: row.instructions,
-    progress: { segments_total: row.segments_total, segments_done: row.segments_done },
-    runs: row.runs,
-    result: row.result ?? null,
-    error: row.error_code ? { code: row.error_code, message: row.error_message } : null,
-    created_at: row.created_at.toISOString(),
-    started_at: row.started_at?.toISOString() ?? null,
-    completed_at: row.completed_at?.toISOString() ?? null,
-  };
-}

@@ -55,23 +55,6 @@ export interface JobFields {
   completed_at: Date | null;
 }
 
-/** The public job record: its progress counts whatever page of its items is shown. */
-export function jobObject(row: JobFields, counts: JobCounts): Record<string, unknown> {
-  const done = counts.completed + counts.failed + counts.cancelled;
-  return {
-    id: row.public_id,
-    object: 'job',
-    type: row.type,
-    resource_type: RESOURCE_OF_TYPE[row.type],
-    status: row.status,
-    params: row.params,
-    progress: { total: row.items_total, ...counts, done, percent: row.items_total ? Math.floor((done / row.items_total) * 100) : 100 },
-    created_at: row.created_at.toISOString(),
-    started_at: row.started_at?.toISOString() ?? null,
-    completed_at: row.completed_at?.toISOString() ?? null,
-  };
-}
-
 /** How a job ends once no item is left to run: cancelled if asked, failed if any item failed, else completed. */
 export function jobOutcome(counts: JobCounts, cancelRequested: boolean): JobStatus {
   if (cancelRequested) return 'cancelled';

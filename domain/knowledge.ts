@@ -110,20 +110,3 @@ export interface IngestionFields {
   started_at: Date | null;
   completed_at: Date | null;
 }
-
-/** The public ingestion record. `reused`: the same bytes were indexed already, so no work was done. */
-export function ingestionObject(row: IngestionFields): Record<string, unknown> {
-  return {
-    id: row.public_id,
-    object: 'knowledge.ingestion',
-    document: row.document,
-    collection: row.collection,
-    status: row.status,
-    progress: { bytes_total: row.bytes_total, bytes_processed: row.bytes_processed, chunks_indexed: row.chunks_indexed },
-    reused: row.reused,
-    error: row.error_code ? { code: row.error_code, message: row.error_message } : null,
-    created_at: row.created_at.toISOString(),
-    started_at: row.started_at?.toISOString() ?? null,
-    completed_at: row.completed_at?.toISOString() ?? null,
-  };
-}

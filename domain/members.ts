@@ -1,11 +1,10 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import { SCOPES, isStaffScope, type Scope } from './scopes';
+import { CUSTOMER_SCOPES, type Scope } from './scopes';
 
 /** What a workspace member may do, in the dashboard and with a dashboard session on the API. */
 export const ROLES = ['owner', 'developer', 'viewer'] as const;
 export type Role = (typeof ROLES)[number];
 
-const CUSTOMER_SCOPES = SCOPES.filter((s) => !isStaffScope(s));
 // Partner-side scopes act on a partner's account, which a workspace member does not hold.
 const WORKSPACE_SCOPES = CUSTOMER_SCOPES.filter((s) => !s.startsWith('webhooks:') && s !== 'tenants:write' && s !== 'tenants:read');
 // Credentials are the owner's to hand out: a developer works with agents and runs, never mints keys.

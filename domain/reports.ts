@@ -1,9 +1,12 @@
 import { itemText, type RunOutcome } from './runs';
+import { anyValue, closed, constant, failureRecord, freeObject, oneOfValues, orNull, publicId, text, timestamp, type Static } from './shape';
 
 /** Reports: an agent asked to do a task, once, outside any conversation; the answer is the result. */
 
-export type ReportFormat = 'json' | 'text' | 'markdown';
-export type ReportStatus = 'queued' | 'running' | 'completed' | 'failed';
+export const REPORT_FORMATS = ['json', 'text', 'markdown'] as const;
+export type ReportFormat = (typeof REPORT_FORMATS)[number];
+export const REPORT_STATUSES = ['queued', 'running', 'completed', 'failed'] as const;
+export type ReportStatus = (typeof REPORT_STATUSES)[number];
 
 export interface ReportFields {
   public_id: string;
@@ -20,8 +23,23 @@ export interface ReportFields {
   completed_at: Date | null;
 }
 
-/** The public report record. */
-export function reportObject(row: ReportFields): Record<string, unknown> {
+/** The public report record: its shape, declared once for the view and the OpenAPI document. */
+export const Report = closed({
+  id: publicId('report'),
+  object: constant('report'),
+  name: text(),
+  agent: text(),
+  format: oneOfValues(REPORT_FORMATS),
+  status: oneOfValues(REPORT_STATUSES),
+  run: publicId('run', 'The run that makes it (readable with `reports:create`).'),
+  result: anyValue('The JSON value (`json`) or the text (`text`, `markdown`); null until completed.'),
+  error: failureRecord(),
+  metadata: freeObject(),
+  created_at: timestamp(),
+  completed_at: orNull(timestamp()),
+});
+
+export function reportObject(row: ReportFields): Static<typeof Report> {
   return {
     id: row.public_id,
     object: 'report',

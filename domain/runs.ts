@@ -13,7 +13,8 @@ import type { RunLimits } from './limits';
  * or a conversation message (conversational: messages and memory), a report or one segment of an
  * extraction (neither: the answer is kept as the report's or the extraction's result).
  */
-export type RunKind = 'response' | 'agent_run' | 'message' | 'report' | 'extraction';
+export const RUN_KINDS = ['response', 'agent_run', 'message', 'report', 'extraction'] as const;
+export type RunKind = (typeof RUN_KINDS)[number];
 
 /** Whether the run is a turn of a public conversation: it writes messages and may remember. */
 export function conversational(kind: RunKind): boolean {

@@ -71,6 +71,9 @@ export function isStaffScope(scope: string): boolean {
   return scope.startsWith('ops:');
 }
 
+/** Every scope a customer (workspace or partner) key may carry: all but the staff's. */
+export const CUSTOMER_SCOPES = SCOPES.filter((s) => !isStaffScope(s));
+
 /** Scopes a customer (workspace or partner) key may carry; throws naming the first bad one. */
 export function parseCustomerScopes(names: string[]): Scope[] {
   for (const name of names) {

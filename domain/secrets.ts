@@ -3,6 +3,7 @@
  * config by `credential: NAME` and never held there. Sealed at rest (db/workspaceSecrets.ts); a value
  * is never returned, logged, or put in an error message, by the API, the CLI or the dashboard.
  */
+import { closed, constant, list, matching, orNull, ref, text, timestamp, uri, type Static } from './shape';
 
 /** A secret's name: what agent config names it by, and the last segment of its path. */
 // Not dots alone: `.` and `..` would collapse out of the secret's path.
@@ -89,6 +90,36 @@ export interface SecretView {
   updated_at: Date;
 }
 
-export function secretObject(s: SecretView) {
-  return { object: 'secret' as const, name: s.name, origin: s.origin, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() };
+/** The secret object: its shape, declared once for the view and the OpenAPI document. */
+export const Secret = closed(
+  {
+    object: constant('secret'),
+    name: matching(SECRET_NAME.source),
+    origin: orNull(
+      uri(
+        "Where the secret is sent: an origin (every path on it) or an origin and a path prefix ending in `/` (the server URLs under it); given when it was set, or its first use's origin and path up to its last `/`; null until then.",
+      ),
+    ),
+    created_at: timestamp(),
+    updated_at: timestamp('When its value was last set.'),
+  },
+  'A workspace secret as every answer shows it: its name and times, never its value.',
+);
+
+export function secretObject(s: SecretView): Static<typeof Secret> {
+  return { object: 'secret', name: s.name, origin: s.origin, created_at: s.created_at.toISOString(), updated_at: s.updated_at.toISOString() };
+}
+
+/** Every secret of the workspace, in one page (a workspace holds at most SECRETS_PER_WORKSPACE). */
+export const SecretList = closed({ object: constant('list'), data: list(ref<Static<typeof Secret>>('Secret')), has_more: constant(false) });
+
+export function secretList(secrets: SecretView[]): Static<typeof SecretList> {
+  return { object: 'list', data: secrets.map(secretObject), has_more: false };
+}
+
+/** A removed secret, as DELETE answers it (by name: a secret has no id). */
+export const SecretDeleted = closed({ object: constant('secret'), name: text(), deleted: constant(true) });
+
+export function secretDeleted(name: string): Static<typeof SecretDeleted> {
+  return { object: 'secret', name, deleted: true };
 }

@@ -1,9 +1,7 @@
-import { ERROR_TABLE, type ErrorCode } from '../../domain/errors';
+import { ERROR_TABLE, RUN_STATUSES, type ErrorCode } from '../../domain/errors';
 import { closed, oneOfValues, orNull, publicId, ref, string, type JsonSchema } from './jsonSchema';
 
 const CODES = Object.keys(ERROR_TABLE) as ErrorCode[];
-
-export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'blocked'] as const;
 
 /** The error table as the reference shows it: generated from domain/errors.ts, so it cannot drift. */
 const TABLE = ['| code | HTTP | run status |', '| --- | --- | --- |', ...CODES.map((c) => `| \`${c}\` | ${ERROR_TABLE[c].http} | ${ERROR_TABLE[c].runStatus} |`)].join('\n');

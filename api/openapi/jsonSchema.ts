@@ -22,7 +22,6 @@ export function orNull(schema: JsonSchema): JsonSchema {
 
 export const string = (extra: JsonSchema = {}): JsonSchema => ({ type: 'string', ...extra });
 export const integer = (extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', ...extra });
-export const boolean = (extra: JsonSchema = {}): JsonSchema => ({ type: 'boolean', ...extra });
 export const timestamp = (description?: string): JsonSchema => ({ type: 'string', format: 'date-time', ...(description && { description }) });
 export const anyObject = (description?: string): JsonSchema => ({ type: 'object', ...(description && { description }) });
 export const constant = (value: string): JsonSchema => ({ type: 'string', const: value });
@@ -34,6 +33,3 @@ export const publicId = (kind: IdKind, description?: string): JsonSchema => ({
   pattern: publicIdPattern(kind),
   ...(description && { description }),
 });
-
-/** An error record kept on a resource (a failed job item, ingestion, report…): the code and its message. */
-export const failureRecord = (): JsonSchema => orNull(closed({ code: string(), message: orNull(string()) }));

@@ -1,8 +1,5 @@
-import { SCOPES, isStaffScope } from '../../domain/scopes';
+import { CUSTOMER_SCOPES } from '../../domain/scopes';
 import type { JsonSchema } from './jsonSchema';
-
-/** Scopes a customer credential may carry: the registry less the staff-only `ops:` ones. */
-export const CUSTOMER_SCOPES = SCOPES.filter((s) => !isStaffScope(s));
 
 /**
  * The security schemes (spec "Authentication" 3: a company API key, an application credential, a

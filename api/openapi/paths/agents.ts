@@ -1,25 +1,12 @@
+import { Agent } from '../../../domain/agentRecord';
 import { EXECUTION_ERRORS, executionResponses } from '../execution';
 import { CreateAgentRun, ListAgents } from '../../routes/agents/schema';
 import { cursorList } from '../components';
-import { boolean, closed, constant, integer, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 
 export const agents: Resource = {
-  schemas: {
-    Agent: closed(
-      {
-        id: publicId('agent'),
-        object: constant('agent'),
-        name: string(),
-        status: string({ description: '`active`, `draft`, `paused`, `preview` or `archived`.' }),
-        published_version: orNull(integer({ description: 'The version runs use; null before the first publish.' })),
-        draft_changed: boolean({ description: 'Whether the draft differs from the published version.' }),
-        created_at: timestamp(),
-        updated_at: timestamp(),
-      },
-      { description: 'An agent as callers see it: never its configuration.' },
-    ),
-  },
+  schemas: { Agent },
   paths: {
     '/api/v2/agents': {
       get: operation('get', {

@@ -1,23 +1,9 @@
+import { Document, DocumentDeleted, DocumentDownloadGrant, DocumentUploadGrant, DocumentWithUploadUrl } from '../../../domain/documents';
 import { CreateDocument, ListDocuments, ReadDocument } from '../../routes/documents/schema';
 import { cursorList } from '../components';
 import { replayMarker } from '../execution';
-import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp, type JsonSchema } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
-
-const record: Record<string, JsonSchema> = {
-  id: publicId('document'),
-  object: constant('document'),
-  name: string(),
-  mime_type: string({ description: 'As declared at creation; content is always served as an attachment whatever it is.' }),
-  size_bytes: integer({ minimum: 1 }),
-  status: oneOfValues(['pending', 'uploaded'], '`pending` until its bytes are uploaded, once.'),
-  sha256: orNull(string({ pattern: '^[0-9a-f]{64}$', description: 'Of the uploaded bytes.' })),
-  created_at: timestamp(),
-  uploaded_at: orNull(timestamp()),
-};
-
-/** A grant: a signed URL that redeems one purpose on one document with no other credential. */
-const grant = (object: string) => closed({ object: constant(object), document: publicId('document'), url: string({ format: 'uri' }), expires_at: timestamp() });
 
 /** Bytes served as a download the browser must neither sniff nor render (api/transfers/documents.ts sendDocument). */
 export const DOCUMENT_BYTES = {
@@ -31,19 +17,7 @@ export const DOCUMENT_BYTES = {
 };
 
 export const documents: Resource = {
-  schemas: {
-    Document: closed(record),
-    DocumentWithUploadUrl: closed(
-      {
-        ...record,
-        upload_url: string({ format: 'uri', description: 'Where the bytes go (PUT or POST, no credential); while the document is pending.' }),
-        upload_expires_at: timestamp(),
-      },
-      { optional: ['upload_url', 'upload_expires_at'] },
-    ),
-    DocumentUploadGrant: grant('document.upload'),
-    DocumentDownloadGrant: grant('document.download'),
-  },
+  schemas: { Document, DocumentWithUploadUrl, DocumentUploadGrant, DocumentDownloadGrant },
   paths: {
     '/api/v2/documents': {
       post: operation('post', {
@@ -83,7 +57,7 @@ export const documents: Resource = {
         tag: 'Documents',
         access: { credential: 'workspace', scopes: ['documents:delete'] },
         request: ReadDocument,
-        responses: { '200': json('Deleted.', closed({ id: publicId('document'), object: constant('document'), deleted: { type: 'boolean', const: true } })) },
+        responses: { '200': json('Deleted.', DocumentDeleted) },
         errors: ['document_not_found'],
       }),
     },

@@ -1,29 +1,12 @@
-import { EXTRACTION_STATUSES } from '../../../domain/extractions';
+import { Extraction } from '../../../domain/extractionRecord';
 import { CreateExtraction, ListExtractions, ReadExtraction } from '../../routes/extractions/schema';
 import { cursorList } from '../components';
 import { replayMarker } from '../execution';
-import { anyObject, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, LOCATION, operation, type Resource } from '../operation';
 
 export const extractions: Resource = {
-  schemas: {
-    Extraction: closed({
-      id: publicId('extraction'),
-      object: constant('extraction'),
-      document: publicId('document'),
-      agent: string(),
-      status: oneOfValues(EXTRACTION_STATUSES),
-      schema: anyObject(),
-      instructions: orNull(string()),
-      progress: closed({ segments_total: integer({ minimum: 0 }), segments_done: integer({ minimum: 0 }) }),
-      runs: { type: 'array', items: publicId('run'), description: 'One run per segment.' },
-      result: { description: 'The merged value; null until completed.' },
-      error: failureRecord(),
-      created_at: timestamp(),
-      started_at: orNull(timestamp()),
-      completed_at: orNull(timestamp()),
-    }),
-  },
+  schemas: { Extraction },
   paths: {
     '/api/v2/extractions': {
       post: operation('post', {

@@ -1,39 +1,11 @@
-import { JOB_STATUSES, JOB_TYPES, RESOURCE_OF_TYPE } from '../../../domain/jobs';
+import { Job, JobList, JobWithCancel, JobWithItems } from '../../../domain/jobRecord';
 import { CancelJob, CreateJob, ListJobs, ReadJob } from '../../routes/jobs/schema';
 import { replayMarker } from '../execution';
-import { anyObject, boolean, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, LOCATION, operation, type Resource } from '../operation';
 
-const count = integer({ minimum: 0 });
-
-const job = {
-  id: publicId('job'),
-  object: constant('job'),
-  type: oneOfValues(JOB_TYPES),
-  resource_type: oneOfValues([...new Set(Object.values(RESOURCE_OF_TYPE))], 'What each item becomes.'),
-  status: oneOfValues(JOB_STATUSES),
-  params: anyObject(),
-  progress: closed({ total: count, queued: count, running: count, completed: count, failed: count, cancelled: count, done: count, percent: integer({ minimum: 0, maximum: 100 }) }),
-  created_at: timestamp(),
-  started_at: orNull(timestamp()),
-  completed_at: orNull(timestamp()),
-};
-const cancelRequested = boolean({ description: 'Whether a cancel was asked for.' });
-
 export const jobs: Resource = {
-  schemas: {
-    Job: closed(job),
-    JobWithCancel: closed({ ...job, cancel_requested: cancelRequested }),
-    JobWithItems: closed({
-      ...job,
-      cancel_requested: cancelRequested,
-      items: closed({
-        object: constant('list'),
-        data: { type: 'array', items: closed({ seq: integer({ minimum: 0 }), status: oneOfValues(JOB_STATUSES), resource: orNull(string({ description: 'The run, ingestion or extraction the item became.' })), error: failureRecord() }) },
-        has_more: boolean(),
-      }),
-    }),
-  },
+  schemas: { Job, JobWithCancel, JobWithItems },
   paths: {
     '/api/v2/jobs': {
       post: operation('post', {
@@ -53,7 +25,7 @@ export const jobs: Resource = {
         tag: 'Jobs',
         access: { credential: 'workspace', scopes: ['jobs:read'] },
         request: ListJobs,
-        responses: { '200': json('A page of jobs.', closed({ object: constant('list'), data: { type: 'array', items: ref('Job') }, has_more: boolean() })) },
+        responses: { '200': json('A page of jobs.', JobList) },
       }),
     },
     '/api/v2/jobs/{id}': {

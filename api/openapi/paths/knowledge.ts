@@ -1,26 +1,12 @@
-import { INGESTION_STATUSES } from '../../../domain/knowledge';
+import { KnowledgeIngestion, PassageList } from '../../../domain/knowledgeRecords';
 import { CreateIngestion, ListIngestions, ReadIngestion, SearchKnowledge } from '../../routes/knowledge/schema';
 import { cursorList } from '../components';
 import { replayMarker } from '../execution';
-import { boolean, closed, constant, failureRecord, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, LOCATION, operation, type Resource } from '../operation';
 
 export const knowledge: Resource = {
-  schemas: {
-    KnowledgeIngestion: closed({
-      id: publicId('ingestion'),
-      object: constant('knowledge.ingestion'),
-      document: publicId('document'),
-      collection: string(),
-      status: oneOfValues(INGESTION_STATUSES),
-      progress: closed({ bytes_total: integer({ minimum: 0 }), bytes_processed: integer({ minimum: 0 }), chunks_indexed: integer({ minimum: 0 }) }),
-      reused: boolean({ description: 'The same bytes were indexed already by the same pipeline: no work was done.' }),
-      error: failureRecord(),
-      created_at: timestamp(),
-      started_at: orNull(timestamp()),
-      completed_at: orNull(timestamp()),
-    }),
-  },
+  schemas: { KnowledgeIngestion },
   paths: {
     '/api/v2/knowledge/ingestions': {
       post: operation('post', {
@@ -51,12 +37,7 @@ export const knowledge: Resource = {
         tag: 'Knowledge',
         access: { credential: 'workspace', scopes: ['knowledge:read'] },
         request: SearchKnowledge,
-        responses: {
-          '200': json(
-            'The passages, best first.',
-            closed({ object: constant('list'), data: { type: 'array', items: closed({ object: constant('passage'), rank: integer({ minimum: 1 }), chunk: publicId('chunk'), document: publicId('document'), name: string(), text: string() }) } }),
-          ),
-        },
+        responses: { '200': json('The passages, best first.', PassageList) },
       }),
     },
     '/api/v2/knowledge/ingestions/{id}': {

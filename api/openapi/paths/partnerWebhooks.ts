@@ -1,8 +1,7 @@
-import { EVENT_TYPES } from '../../../domain/events';
-import { DELIVERY_STATUSES, ENDPOINT_STATUSES } from '../../../domain/webhooks';
+import { WebhookDelivery, WebhookEndpoint, WebhookEndpointDeleted, WebhookEndpointList, WebhookEndpointWithSecret, WebhookRecovery } from '../../../domain/webhooks';
 import { CreateEndpoint, DeliveryId, EndpointId, ListDeliveries, RecoverEndpoint, UpdateEndpoint } from '../../routes/partnerWebhooks/schema';
 import { cursorList } from '../components';
-import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp, type JsonSchema } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 
 const BASE = '/api/v1/partner/webhooks';
@@ -10,47 +9,8 @@ const reads = { credential: 'partner', scopes: ['webhooks:read'] } as const;
 const writes = { credential: 'partner', scopes: ['webhooks:write'] } as const;
 const SLASH = 'The spec writes partner paths with a trailing slash; both spellings are served.';
 
-const endpoint: Record<string, JsonSchema> = {
-  id: publicId('webhookEndpoint'),
-  object: constant('webhook_endpoint'),
-  url: string({ format: 'uri' }),
-  status: oneOfValues(ENDPOINT_STATUSES),
-  api_version: string({ description: 'Fixed per endpoint.' }),
-  enabled_events: { type: 'array', items: string() },
-  permitted_events: { type: 'array', items: oneOfValues(EVENT_TYPES), description: 'What the creating key\'s scopes let it receive: deliveries never go beyond these.' },
-  description: string(),
-  secret_hint: string({ description: 'The last four characters of the secret.' }),
-  previous_secret_expires_at: orNull(timestamp('Until when a rotated-out secret still signs.')),
-  disabled_reason: orNull(string()),
-  created_at: timestamp(),
-};
-const secret = string({ pattern: '^whsec_', description: 'Returned only here, once.' });
-
 export const partnerWebhooks: Resource = {
-  schemas: {
-    WebhookEndpoint: closed(endpoint),
-    WebhookEndpointWithSecret: closed({ ...endpoint, secret }),
-    WebhookDelivery: closed({
-      id: publicId('delivery'),
-      object: constant('webhook_delivery'),
-      endpoint: publicId('webhookEndpoint'),
-      event: closed({ id: publicId('event'), type: oneOfValues(EVENT_TYPES) }),
-      tenant: publicId('workspace'),
-      tenant_ref: string({ description: 'The partner\'s own identifier for the merchant (empty when it has none).' }),
-      status: oneOfValues(DELIVERY_STATUSES),
-      attempts: integer({ minimum: 0 }),
-      last_status_code: orNull(integer()),
-      last_latency_ms: orNull(integer()),
-      last_error: orNull(string()),
-      attempt_log: {
-        type: 'array',
-        items: closed({ attempt: integer({ minimum: 1 }), status_code: orNull(integer()), latency_ms: integer({ minimum: 0 }), error: orNull(string()), held_ms: integer({ minimum: 0 }), attempted_at: timestamp() }),
-      },
-      created_at: timestamp(),
-      last_attempt_at: orNull(timestamp()),
-      completed_at: orNull(timestamp()),
-    }),
-  },
+  schemas: { WebhookEndpoint, WebhookEndpointWithSecret, WebhookDelivery },
   paths: {
     [`${BASE}/endpoints`]: {
       post: operation('post', {
@@ -69,7 +29,7 @@ export const partnerWebhooks: Resource = {
         description: SLASH,
         tag: 'Partner webhooks',
         access: reads,
-        responses: { '200': json('Every endpoint of the partner (never a secret).', closed({ object: constant('list'), data: { type: 'array', items: ref('WebhookEndpoint') }, has_more: { type: 'boolean', const: false } })) },
+        responses: { '200': json('Every endpoint of the partner (never a secret).', WebhookEndpointList) },
       }),
     },
     [`${BASE}/endpoints/{id}`]: {
@@ -100,7 +60,7 @@ export const partnerWebhooks: Resource = {
         tag: 'Partner webhooks',
         access: writes,
         request: EndpointId,
-        responses: { '200': json('Removed.', closed({ id: publicId('webhookEndpoint'), object: constant('webhook_endpoint'), deleted: { type: 'boolean', const: true } })) },
+        responses: { '200': json('Removed.', WebhookEndpointDeleted) },
         errors: ['webhook_endpoint_not_found'],
       }),
     },
@@ -125,10 +85,7 @@ export const partnerWebhooks: Resource = {
         access: writes,
         request: RecoverEndpoint,
         responses: {
-          '202': json(
-            'The recovery, queued.',
-            closed({ id: publicId('recovery'), object: constant('webhook_recovery'), endpoint: publicId('webhookEndpoint'), since: timestamp(), until: timestamp(), status: constant('queued') }),
-          ),
+          '202': json('The recovery, queued.', WebhookRecovery),
         },
         errors: ['webhook_endpoint_not_found', 'webhook_endpoint_disabled'],
       }),

@@ -1,28 +1,12 @@
+import { Report } from '../../../domain/reports';
 import { CreateReport, ListReports, ReadReport } from '../../routes/reports/schema';
 import { cursorList } from '../components';
 import { replayMarker } from '../execution';
-import { anyObject, closed, constant, failureRecord, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, LOCATION, operation, type Resource } from '../operation';
 
-const FORMATS = ['json', 'text', 'markdown'];
-
 export const reports: Resource = {
-  schemas: {
-    Report: closed({
-      id: publicId('report'),
-      object: constant('report'),
-      name: string(),
-      agent: string(),
-      format: oneOfValues(FORMATS),
-      status: oneOfValues(['queued', 'running', 'completed', 'failed']),
-      run: publicId('run', 'The run that makes it (readable with `reports:create`).'),
-      result: { description: 'The JSON value (`json`) or the text (`text`, `markdown`); null until completed.' },
-      error: failureRecord(),
-      metadata: anyObject(),
-      created_at: timestamp(),
-      completed_at: orNull(timestamp()),
-    }),
-  },
+  schemas: { Report },
   paths: {
     '/api/v2/reports': {
       post: operation('post', {

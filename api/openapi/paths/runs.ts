@@ -1,9 +1,9 @@
 import { APPROVER_SCOPE, RUN_READER_SCOPES } from '../../../runs/asItStands';
-import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun, RUN_KINDS } from '../../routes/runs/schema';
+import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun } from '../../routes/runs/schema';
 import { ACTION_TYPES } from '../../../domain/actionTypes';
+import { RunSummary } from '../../../domain/runSummary';
 import { cursorList } from '../components';
-import { RUN_STATUSES } from '../errors';
-import { closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { closed, constant, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 
 const readers = { credential: 'workspace', scopes: RUN_READER_SCOPES } as const;
@@ -13,24 +13,7 @@ const WHO = 'A run is readable only with the scope that could have created it (`
 
 export const runs: Resource = {
   schemas: {
-    RunSummary: closed(
-      {
-        id: publicId('run'),
-        object: { type: 'string', const: 'run.summary' },
-        status: oneOfValues(RUN_STATUSES),
-        kind: oneOfValues(RUN_KINDS),
-        agent: string(),
-        agent_version: integer(),
-        error_code: orNull(ref('ErrorCode')),
-        total_tokens: integer({ minimum: 0 }),
-        queued_ms: integer({ minimum: 0, description: 'How long it waited in the queue: until it started, or (never started) until it ended, or until now.' }),
-        reconciled: { type: 'boolean', description: 'Settled by the reconciler: its workflow ended without settling it.' },
-        created_at: timestamp(),
-        started_at: orNull(timestamp()),
-        completed_at: orNull(timestamp()),
-      },
-      { description: 'A run in a list: metadata only, never its exchange (read one run for its output).' },
-    ),
+    RunSummary,
     RunAction: closed(
       {
         object: constant('run.action'),

@@ -1,45 +1,13 @@
-import { OVERLAP_POLICIES } from '../../../domain/schedules';
+import { Schedule, ScheduleDeleted, ScheduleList } from '../../../domain/schedules';
 import { CreateSchedule, DeleteSchedule, ListSchedules, ReadSchedule, UpdateSchedule } from '../../routes/schedules/schema';
 import { replayMarker } from '../execution';
-import { anyObject, boolean, closed, constant, integer, oneOfValues, orNull, publicId, ref, string, timestamp } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, LOCATION, operation, type Resource } from '../operation';
 
 const access = (scope: 'schedules:read' | 'schedules:write') => ({ credential: 'workspace' as const, scopes: [scope] as [typeof scope] });
 
 export const schedules: Resource = {
-  schemas: {
-    Schedule: closed({
-      id: publicId('schedule'),
-      object: constant('schedule'),
-      agent: string(),
-      run: anyObject('The runtime input of each firing.'),
-      cron: orNull(string()),
-      interval_seconds: orNull(integer()),
-      timezone: string(),
-      overlap: oneOfValues(OVERLAP_POLICIES),
-      paused: boolean(),
-      paused_reason: {
-        ...orNull(
-          closed({
-            code: oneOfValues(['failing', 'creator_cannot_run'], '`failing`: `SCHEDULE_PAUSE_AFTER_FAILURES` firings in a row could not run; `creator_cannot_run`: the credential that created it can no longer run agents.'),
-            message: string(),
-            paused_at: timestamp(),
-          }),
-        ),
-        description: 'Why the schedule paused itself (schedule.paused); null when it runs, or a caller paused it. Resuming it (`paused: false`) clears it.',
-      },
-      last_firing: orNull(
-        closed({
-          fired_at: timestamp(),
-          status: oneOfValues(['started', 'blocked', 'failed'], '`started`: its run is `run`; `blocked`: the balance did not cover it (schedule.run_blocked); `failed`: refused for another reason (`error_code`).'),
-          run: orNull(publicId('run')),
-          error_code: orNull(ref('ErrorCode')),
-        }),
-      ),
-      created_at: timestamp(),
-      updated_at: timestamp(),
-    }),
-  },
+  schemas: { Schedule },
   paths: {
     '/api/v2/schedules': {
       post: operation('post', {
@@ -60,7 +28,7 @@ export const schedules: Resource = {
         tag: 'Schedules',
         access: access('schedules:read'),
         request: ListSchedules,
-        responses: { '200': json('A page of schedules.', closed({ object: constant('list'), data: { type: 'array', items: ref('Schedule') }, has_more: boolean() })) },
+        responses: { '200': json('A page of schedules.', ScheduleList) },
       }),
     },
     '/api/v2/schedules/{id}': {
@@ -90,7 +58,7 @@ export const schedules: Resource = {
         tag: 'Schedules',
         access: access('schedules:write'),
         request: DeleteSchedule,
-        responses: { '200': json('Deleted.', closed({ id: publicId('schedule'), object: constant('schedule'), deleted: { type: 'boolean', const: true } })) },
+        responses: { '200': json('Deleted.', ScheduleDeleted) },
         errors: ['schedule_not_found'],
       }),
     },

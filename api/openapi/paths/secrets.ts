@@ -1,23 +1,12 @@
-import { MAX_SECRET_BYTES, SECRET_NAME, SECRETS_PER_WORKSPACE } from '../../../domain/secrets';
+import { MAX_SECRET_BYTES, Secret, SecretDeleted, SecretList, SECRETS_PER_WORKSPACE } from '../../../domain/secrets';
 import { DeleteSecret, PutSecret } from '../../routes/secrets/schema';
-import { closed, constant, orNull, ref, string, timestamp } from '../jsonSchema';
+import { ref } from '../jsonSchema';
 import { json, operation, type Resource } from '../operation';
 
 const access = (scope: 'secrets:read' | 'secrets:write') => ({ credential: 'workspace' as const, scopes: [scope] as [typeof scope] });
 
 export const secrets: Resource = {
-  schemas: {
-    Secret: closed(
-      {
-        object: constant('secret'),
-        name: string({ pattern: SECRET_NAME.source }),
-        origin: orNull(string({ format: 'uri', description: 'Where the secret is sent: an origin (every path on it) or an origin and a path prefix ending in `/` (the server URLs under it); given when it was set, or its first use\'s origin and path up to its last `/`; null until then.' })),
-        created_at: timestamp(),
-        updated_at: timestamp('When its value was last set.'),
-      },
-      { description: 'A workspace secret as every answer shows it: its name and times, never its value.' },
-    ),
-  },
+  schemas: { Secret },
   paths: {
     '/api/v2/secrets': {
       get: operation('get', {
@@ -26,7 +15,7 @@ export const secrets: Resource = {
         description: 'Every secret of the workspace, by name: names and times, never a value. Beyond the spec.',
         tag: 'Secrets',
         access: access('secrets:read'),
-        responses: { '200': json('The workspace\'s secrets.', closed({ object: constant('list'), data: { type: 'array', items: ref('Secret') }, has_more: { type: 'boolean', const: false } })) },
+        responses: { '200': json('The workspace\'s secrets.', SecretList) },
       }),
     },
     '/api/v2/secrets/{name}': {
@@ -47,7 +36,7 @@ export const secrets: Resource = {
         tag: 'Secrets',
         access: access('secrets:write'),
         request: DeleteSecret,
-        responses: { '200': json('Deleted.', closed({ object: constant('secret'), name: string(), deleted: { type: 'boolean', const: true } })) },
+        responses: { '200': json('Deleted.', SecretDeleted) },
         errors: ['secret_not_found'],
       }),
     },

@@ -1,5 +1,5 @@
 import { ReadUsage } from '../../routes/usage/schema';
-import { closed, constant, integer, string } from '../jsonSchema';
+import { UsageReport } from '../../../domain/usageReport';
 import { json, operation, type Resource } from '../operation';
 
 export const usage: Resource = {
@@ -12,18 +12,7 @@ export const usage: Resource = {
         tag: 'Usage',
         access: { credential: 'workspace', scopes: ['usage:read'] },
         request: ReadUsage,
-        responses: {
-          '200': json(
-            'Usage.',
-            closed({
-              object: constant('usage'),
-              balance: integer({ description: 'Credits left.' }),
-              days: integer({ minimum: 1 }),
-              total_credits: integer({ minimum: 0 }),
-              by_day: { type: 'array', items: closed({ day: string({ description: 'The UTC day.' }), channel: string(), credits: integer() }) },
-            }),
-          ),
-        },
+        responses: { '200': json('Usage.', UsageReport) },
       }),
     },
   },

@@ -6,6 +6,7 @@ import { validate } from '../../middleware/validate';
 import { type Input } from '../../../contract/parse';
 import type { AppState } from '../../middleware/state';
 import { agentPage } from '../../../db/agents';
+import { agentObject } from '../../../domain/agentRecord';
 import { listPage } from '../listPage';
 import { workspaceOf } from '../../../callers/principal';
 import { CreateAgentRun, ListAgents, sameAgent } from './schema';
@@ -30,15 +31,6 @@ export function agentsRoutes(router: Router<AppState>): void {
   router.get<{ input: Input<typeof ListAgents> }>('/api/v2/agents', validate(ListAgents), authorize({ scopes: ['agents:read'], endpoint: 'agents_list' }), async (ctx) => {
     const { limit, after } = ctx.state.input.query;
     const rows = await agentPage(workspaceOf(ctx.state.principal).id, after, limit + 1);
-    ctx.body = listPage(rows, limit, (a) => ({
-      id: a.public_id,
-      object: 'agent',
-      name: a.name,
-      status: a.status,
-      published_version: a.published_version,
-      draft_changed: a.draft_changed,
-      created_at: a.created_at.toISOString(),
-      updated_at: a.updated_at.toISOString(),
-    }));
+    ctx.body = listPage(rows, limit, agentObject);
   });
 }

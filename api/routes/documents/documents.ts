@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { documentObject } from '../../../domain/documents';
+import { documentDeleted, documentObject, documentWithUploadUrl, grantObject } from '../../../domain/documents';
 import { ServiceError } from '../../../domain/errors';
 import { mintId } from '../../../domain/ids';
 import { deleteDocument, documentPage, findDocument, insertDocument, type StoredDocument } from '../../../db/documents';
@@ -27,10 +27,8 @@ async function documentOf(ctx: Context & { state: AppState & { input: { params: 
 }
 
 /** A pending document's record carries the URL its bytes go to. */
-function withUploadUrl(document: StoredDocument): Record<string, unknown> {
-  if (document.status !== 'pending') return documentObject(document);
-  const { url, expires_at } = transferUrl(document, 'upload');
-  return { ...documentObject(document), upload_url: url, upload_expires_at: expires_at };
+function withUploadUrl(document: StoredDocument) {
+  return documentWithUploadUrl(document, document.status === 'pending' ? transferUrl(document, 'upload') : undefined);
 }
 
 /** Documents: create (with an upload grant), list, read, delete, read the content, issue a download grant. */
@@ -100,7 +98,7 @@ export function documentsRoutes(router: Router<AppState>): void {
       const document = requireUploaded(await documentOf(ctx));
       await requireCredit(document.workspace_id);
       ctx.status = 201;
-      ctx.body = { object: 'document.download', document: document.public_id, ...transferUrl(document, 'download') };
+      ctx.body = grantObject('download', document.public_id, transferUrl(document, 'download'));
     },
   );
 
@@ -113,7 +111,7 @@ export function documentsRoutes(router: Router<AppState>): void {
       if (document.status !== 'pending') throw alreadyUploaded();
       await requireCredit(document.workspace_id);
       ctx.status = 201;
-      ctx.body = { object: 'document.upload', document: document.public_id, ...transferUrl(document, 'upload') };
+      ctx.body = grantObject('upload', document.public_id, transferUrl(document, 'upload'));
     },
   );
 
@@ -130,7 +128,7 @@ export function documentsRoutes(router: Router<AppState>): void {
       // And again after: an upload that finished in between wrote bytes the first pass did not see.
       // (One that finishes later finds no record, and removes its own.)
       await store.removeAll(storedObject(document)).catch((err) => logger.warn({ err: String(err), document: document.public_id }, 'document bytes left after deletion'));
-      ctx.body = { id: document.public_id, object: 'document', deleted: true };
+      ctx.body = documentDeleted(document.public_id);
     },
   );
 }

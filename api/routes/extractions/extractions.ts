@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { extractionObject, type ExtractionStatus } from '../../../domain/extractions';
+import type { ExtractionStatus } from '../../../domain/extractions';
+import { extractionObject } from '../../../domain/extractionRecord';
 import { mintId, mintTraceId } from '../../../domain/ids';
 import { extractionPage, findExtraction, type ExtractionRow } from '../../../db/extractions';
 import { temporal } from '../../../infra/temporalClient';

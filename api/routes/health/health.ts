@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { ping } from '../../../db/sql';
+import { LIVE, readiness, SHUTTING_DOWN, type CheckStatus } from '../../../domain/health';
 import { redis } from '../../../infra/redis';
 import { temporal } from '../../../infra/temporalClient';
 import { unopenableSince } from '../../../infra/unopenablePayloads';
@@ -12,7 +13,7 @@ function within<T>(promise: Promise<T>): Promise<T> {
   return Promise.race([promise, new Promise<T>((_, reject) => setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS).unref())]);
 }
 
-async function check(probe: () => Promise<unknown>): Promise<'ok' | 'unavailable'> {
+async function check(probe: () => Promise<unknown>): Promise<CheckStatus> {
   try {
     await within(probe());
     return 'ok';
@@ -31,12 +32,12 @@ async function check(probe: () => Promise<unknown>): Promise<'ok' | 'unavailable
  */
 export function healthRoutes(router: Router<AppState>): void {
   router.get('/healthz', (ctx) => {
-    ctx.body = { status: 'ok' };
+    ctx.body = LIVE;
   });
   router.get('/readyz', async (ctx) => {
     if (isShuttingDown()) {
       ctx.status = 503;
-      ctx.body = { status: 'shutting_down' };
+      ctx.body = SHUTTING_DOWN;
       return;
     }
     const [postgres, redisStatus, temporalStatus, unopenable] = await Promise.all([
@@ -45,9 +46,8 @@ export function healthRoutes(router: Router<AppState>): void {
       check(async () => (await temporal()).workflowService.getSystemInfo({})),
       within(unopenableSince()).catch(() => undefined),
     ]);
-    const checks = { postgres, redis: redisStatus, temporal: temporalStatus, ...(unopenable && { payloads: 'unopenable' as const }) };
-    const ready = postgres === 'ok' && temporalStatus === 'ok' && !unopenable;
-    ctx.status = ready ? 200 : 503;
-    ctx.body = { status: !ready ? 'unavailable' : redisStatus === 'ok' ? 'ready' : 'degraded', checks };
+    const answer = readiness({ postgres, redis: redisStatus, temporal: temporalStatus, unopenable: Boolean(unopenable) });
+    ctx.status = answer.status === 'unavailable' ? 503 : 200;
+    ctx.body = answer;
   });
 }

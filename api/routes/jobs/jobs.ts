@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
 import { mintId, mintTraceId } from '../../../domain/ids';
-import { ITEM_SCOPE, jobObject, type JobStatus, type JobType } from '../../../domain/jobs';
+import { ITEM_SCOPE, type JobStatus, type JobType } from '../../../domain/jobs';
+import { jobList, jobObject, jobWithCancel, jobWithItems } from '../../../domain/jobRecord';
 import { requireScope } from '../../middleware/credentials';
 import { findJob, insertJob, jobCounts, jobItems, jobPage, requestCancel, type JobRow } from '../../../db/jobs';
 import { temporal } from '../../../infra/temporalClient';
@@ -32,7 +33,7 @@ async function requireItemScope(ctx: Context & { state: AppState & { input: { bo
   await next();
 }
 
-async function record(job: JobRow): Promise<Record<string, unknown>> {
+async function record(job: JobRow) {
   return jobObject(job, await jobCounts(job.id));
 }
 
@@ -74,7 +75,7 @@ export function jobsRoutes(router: Router<AppState>): void {
     async (ctx) => {
       const { status, type, limit, offset } = ctx.state.input.query;
       const rows = await jobPage(workspaceOf(ctx.state.principal).id, { status: status as JobStatus | undefined, type: type as JobType | undefined, offset, limit: limit + 1 });
-      ctx.body = { object: 'list', data: await Promise.all(rows.slice(0, limit).map(record)), has_more: rows.length > limit };
+      ctx.body = jobList(await Promise.all(rows.slice(0, limit).map(record)), rows.length > limit);
     },
   );
 
@@ -87,15 +88,7 @@ export function jobsRoutes(router: Router<AppState>): void {
       if (!job) throw notFound('job_not_found');
       const { itemsLimit, itemsOffset } = ctx.state.input.query;
       const items = await jobItems(job.id, itemsOffset, itemsLimit + 1);
-      ctx.body = {
-        ...(await record(job)),
-        cancel_requested: job.cancel_requested,
-        items: {
-          object: 'list',
-          data: items.slice(0, itemsLimit).map((i) => ({ seq: i.seq, status: i.status, resource: i.resource_id, error: i.error_code ? { code: i.error_code, message: i.error_message } : null })),
-          has_more: items.length > itemsLimit,
-        },
-      };
+      ctx.body = jobWithItems(job, await jobCounts(job.id), items, itemsLimit);
     },
   );
 
@@ -109,7 +102,7 @@ export function jobsRoutes(router: Router<AppState>): void {
       // Idempotent: a job asked twice, or already over, is answered as it stands.
       if (await requestCancel(job.id)) await cancelJobWorkflow(await temporal(), job.public_id);
       const now = (await findJob(job.workspace_id, job.public_id))!;
-      ctx.body = { ...(await record(now)), cancel_requested: now.cancel_requested };
+      ctx.body = jobWithCancel(now, await jobCounts(now.id));
     },
   );
 }

@@ -1,7 +1,8 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { mintId, mintTraceId } from '../../../domain/ids';
-import { ingestionObject, MAX_PASSAGES, type IngestionStatus } from '../../../domain/knowledge';
+import { MAX_PASSAGES, type IngestionStatus } from '../../../domain/knowledge';
+import { ingestionObject, passageList } from '../../../domain/knowledgeRecords';
 import { collectionKeys, searchChunks } from '../../../db/knowledgeChunks';
 import { findIngestion, ingestionPage, type IngestionRow } from '../../../db/knowledgeIngestions';
 import { createIngestion } from '../../../planning/ingestions';
@@ -80,7 +81,7 @@ export function knowledgeRoutes(router: Router<AppState>): void {
       // Collections that do not exist hold nothing: the answer is an empty list, not a 404 that would confirm names.
       const keys = await collectionKeys(workspaceId, collections);
       const rows = keys.length ? await searchChunks({ workspaceId, collectionKeys: keys, query, document, limit: limit ?? MAX_PASSAGES }) : [];
-      ctx.body = { object: 'list', data: rows.map((r, i) => ({ object: 'passage', rank: i + 1, chunk: r.chunk, document: r.document, name: r.name, text: r.text })) };
+      ctx.body = passageList(rows);
     },
   );
 }

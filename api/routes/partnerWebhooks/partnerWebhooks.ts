@@ -4,7 +4,7 @@ import { now } from '../../../domain/clock';
 import { ServiceError, invalidRequest } from '../../../domain/errors';
 import { permittedEvents } from '../../../domain/events';
 import { mintId } from '../../../domain/ids';
-import { deliveryObject, endpointObject, MAX_ENDPOINTS_PER_PARTNER, PREVIOUS_SECRET_VALID_MS } from '../../../domain/webhooks';
+import { deliveryObject, endpointDeleted, endpointList, endpointObject, MAX_ENDPOINTS_PER_PARTNER, PREVIOUS_SECRET_VALID_MS, recoveryObject } from '../../../domain/webhooks';
 import { mintSecret, secretHint } from '../../../domain/webhookSignatures';
 import { deliveryPage, findDelivery, reopenDeliveries, reopenStranded } from '../../../db/webhookDeliveries';
 import { deleteEndpoint, findEndpoint, insertEndpoint, listEndpoints, rotateSecret, updateEndpoint, type EndpointRow } from '../../../db/webhookEndpoints';
@@ -82,7 +82,7 @@ export function partnerWebhooksRoutes(router: Router<AppState>): void {
 
   router.get(`${BASE}/endpoints`, authorize({ ...reads, endpoint: 'webhook_endpoints_list' }), async (ctx) => {
     const endpoints = await listEndpoints(partnerOf(ctx.state.principal).id);
-    ctx.body = { object: 'list', data: endpoints.map((e) => endpointObject(e)), has_more: false };
+    ctx.body = endpointList(endpoints);
   });
 
   router.get<{ input: Input<typeof EndpointId> }>(`${BASE}/endpoints/:id`, validate(EndpointId), authorize({ ...reads, endpoint: 'webhook_endpoints_read' }), async (ctx) => {
@@ -102,7 +102,7 @@ export function partnerWebhooksRoutes(router: Router<AppState>): void {
 
   router.delete<{ input: Input<typeof EndpointId> }>(`${BASE}/endpoints/:id`, validate(EndpointId), authorize({ ...writes, endpoint: 'webhook_endpoints_delete' }), async (ctx) => {
     if (!(await deleteEndpoint(partnerOf(ctx.state.principal).id, ctx.state.input.params.id))) throw notFound('webhook_endpoint_not_found');
-    ctx.body = { id: ctx.state.input.params.id, object: 'webhook_endpoint', deleted: true };
+    ctx.body = endpointDeleted(ctx.state.input.params.id);
   });
 
   router.post<{ input: Input<typeof EndpointId> }>(
@@ -129,7 +129,7 @@ export function partnerWebhooksRoutes(router: Router<AppState>): void {
       const id = mintId('recovery');
       await startRecovery(await temporal(), { recoveryId: id, endpointId: endpoint.publicId, since: since.toISOString(), until: until.toISOString() });
       ctx.status = 202;
-      ctx.body = { id, object: 'webhook_recovery', endpoint: endpoint.publicId, since: since.toISOString(), until: until.toISOString(), status: 'queued' };
+      ctx.body = recoveryObject({ id, endpoint: endpoint.publicId, since, until });
     },
   );
 

@@ -11,7 +11,8 @@ import { streamRunEvents } from '../../execution/eventStream';
 import { cancelAndShow } from '../../../runs/cancelRun';
 import { AnswerAction, CancelRun, FollowRunEvents, ListRuns, ReadRun } from './schema';
 import { answerAction } from '../../../runs/runActions';
-import { runPage, type RunListing } from '../../../db/runs';
+import { runPage } from '../../../db/runs';
+import { runSummary } from '../../../domain/runSummary';
 import { listPage } from '../listPage';
 import { workspaceOf } from '../../../callers/principal';
 
@@ -83,23 +84,4 @@ export function runsRoutes(router: Router<AppState>): void {
       ctx.body = await answerAction(await runAsItStands(ctx.state.principal!, params.run_id, { approver: body.decision !== undefined }), body);
     },
   );
-}
-
-/** A run in a list: metadata only (its output is read one run at a time, GET /api/v2/runs/{id}). */
-function runSummary(r: RunListing) {
-  return {
-    id: r.public_id,
-    object: 'run.summary',
-    status: r.status,
-    kind: r.kind,
-    agent: r.agent,
-    agent_version: r.agent_version,
-    error_code: r.error_code,
-    total_tokens: r.total_tokens,
-    queued_ms: r.queued_ms,
-    reconciled: r.reconciled,
-    created_at: r.created_at.toISOString(),
-    started_at: r.started_at?.toISOString() ?? null,
-    completed_at: r.completed_at?.toISOString() ?? null,
-  };
 }

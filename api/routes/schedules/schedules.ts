@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import type { Context, Next } from 'koa';
 import { ServiceError } from '../../../domain/errors';
 import { mintId } from '../../../domain/ids';
-import { scheduleObject } from '../../../domain/schedules';
+import { scheduleDeleted, scheduleList, scheduleObject } from '../../../domain/schedules';
 import { findAgentInWorkspace } from '../../../db/agents';
 import { deleteSchedule, findSchedule, insertSchedule, lockedScheduleCount, lockSchedule, takeOverSchedule, schedulePage, updateSchedule, type ScheduleRow } from '../../../db/schedules';
 import { transaction, type Sql } from '../../../db/sql';
@@ -107,7 +107,7 @@ export function schedulesRoutes(router: Router<AppState>): void {
     async (ctx) => {
       const { limit, offset } = ctx.state.input.query;
       const rows = await schedulePage(workspaceOf(ctx.state.principal).id, offset, limit + 1);
-      ctx.body = { object: 'list', data: rows.slice(0, limit).map(scheduleObject), has_more: rows.length > limit };
+      ctx.body = scheduleList(rows, limit);
     },
   );
 
@@ -160,7 +160,7 @@ export function schedulesRoutes(router: Router<AppState>): void {
         return true;
       });
       if (!deleted) throw notFound('schedule_not_found');
-      ctx.body = { id, object: 'schedule', deleted: true };
+      ctx.body = scheduleDeleted(id);
     },
   );
 }

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { secretObject } from '../../../domain/secrets';
+import { secretDeleted, secretList, secretObject } from '../../../domain/secrets';
 import { deleteSecret, listSecrets, putSecret } from '../../../db/workspaceSecrets';
 import { authorize } from '../../middleware/auth';
 import { workspaceOf } from '../../../callers/principal';
@@ -26,7 +26,7 @@ export function secretsRoutes(router: Router<AppState>): void {
 
   router.get('/api/v2/secrets', authorize({ scopes: ['secrets:read'], endpoint: 'secrets_list' }), async (ctx) => {
     const secrets = await listSecrets(workspaceOf(ctx.state.principal).id);
-    ctx.body = { object: 'list', data: secrets.map(secretObject), has_more: false };
+    ctx.body = secretList(secrets);
   });
 
   router.delete<{ input: Input<typeof DeleteSecret> }>(
@@ -37,7 +37,7 @@ export function secretsRoutes(router: Router<AppState>): void {
       // Another workspace's secret is as absent as a missing one: every lookup is by this workspace.
       const { name } = ctx.state.input.params;
       if (!(await deleteSecret(workspaceOf(ctx.state.principal).id, name))) throw notFound('secret_not_found');
-      ctx.body = { object: 'secret', name, deleted: true };
+      ctx.body = secretDeleted(name);
     },
   );
 }

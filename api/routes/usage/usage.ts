@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { creditsByDay } from '../../../db/ledgerLines';
 import { workspaceBalance } from '../../../db/workspaces';
+import { usageReport } from '../../../domain/usageReport';
 import { authorize } from '../../middleware/auth';
 import { workspaceOf } from '../../../callers/principal';
 import { validate } from '../../middleware/validate';
@@ -17,12 +18,6 @@ export function usageRoutes(router: Router<AppState>): void {
     const workspace = workspaceOf(ctx.state.principal);
     const { days } = ctx.state.input.query;
     const [balance, rows] = await Promise.all([workspaceBalance(workspace.id), creditsByDay(workspace.id, days)]);
-    ctx.body = {
-      object: 'usage',
-      balance,
-      days,
-      total_credits: rows.reduce((sum, r) => sum + r.credits, 0),
-      by_day: rows.map((r) => ({ day: r.day, channel: r.line, credits: r.credits })),
-    };
+    ctx.body = usageReport(balance, days, rows);
   });
 }
