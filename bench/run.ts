@@ -133,7 +133,15 @@ async function peer(s: Stack, children: Children): Promise<Parameters<typeof rep
     cost: { floor: floorC32.cost, run: runC32.cost },
     statements: await statements(op.run),
   };
-  return { quick: QUICK, ours, peer: await peerFigures(children, s.stub.url, SETTINGS, log) };
+  const peerMeasured = await peerFigures(children, s.stub.url, SETTINGS, log);
+  // Last: it replaces the service worker. Two and three worker processes against the one server, on these two cores.
+  const workers: Record<number, Summary> = { 1: runC32.summary };
+  for (const count of [2, 3]) {
+    await s.replaceWorkers(count);
+    log(`peer shapes: run at concurrency ${c32.concurrency} with ${count} worker processes`);
+    workers[count] = await closedLoop(op.run, c32);
+  }
+  return { quick: QUICK, ours: { ...ours, workers }, peer: peerMeasured };
 }
 
 async function measure(s: Stack, children: Children): Promise<Measured> {
