@@ -1,26 +1,9 @@
 import { pageStart } from './paging';
 import { sql, statement, type Sql } from './sql';
+import type { LogView } from '../domain/logEntry';
 
-export interface LogRow {
-  public_id: string;
-  run: string;
-  agent: string;
-  status: string;
-  latency_ms: number;
-  model: string;
-  input_tokens: number;
-  output_tokens: number;
-  total_tokens: number;
-  cached_tokens: number;
-  tool_names: string[];
-  error_code: string | null;
-  uncharged_credits: number;
-  refused: boolean;
-  usage_estimated: boolean;
-  history_omitted: number;
-  knowledge: { chunk: string; document: string; rank: number }[];
-  created_at: Date;
-}
+/** A log row is what the log entry's view reads (domain/logEntry.ts). */
+export type LogRow = LogView;
 
 const ANCHOR = statement('SELECT id FROM run_logs WHERE public_id = $1 AND workspace_id = $2');
 // Only metadata columns are selected: the log never carries transcript content.
