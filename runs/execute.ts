@@ -48,7 +48,8 @@ export type RunAnswer =
   | { kind: 'as_it_stands'; run: RunResponse; waiting: boolean }
   | { kind: 'stream'; handle: WorkflowHandle; relay: Omit<RelayOptions, 'principal' | 'requestId'> };
 
-function settled(outcome: RunOutcome): RunAnswer {
+/** The run is over: its outcome is the answer (counted as the spec's answers are). */
+function answeredWith(outcome: RunOutcome): RunAnswer {
   runAnswers.inc({ status: outcome.run.status });
   return { kind: 'outcome', outcome };
 }
@@ -89,7 +90,7 @@ async function answer(caller: RunCaller, handle: RunHandle, runId: string, optio
   } finally {
     awaitedRuns.dec();
   }
-  if (outcome) return settled(outcome);
+  if (outcome) return answeredWith(outcome);
   return { kind: 'as_it_stands', run: await runAsItStands(caller.principal, runId), waiting: true };
 }
 
