@@ -316,7 +316,6 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
    * left out, and the stream says so (response.tool.failed, naming the server).
    */
   async function discover(): Promise<Failure | undefined> {
-    if (mcpServers.length === 0) return undefined;
     let listings;
     try {
       listings = await discoverMcpTools({ workspaceId: input.workspace.id, deadline, servers: mcpServers });
@@ -347,7 +346,6 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   /** The agent's knowledge for this input, before any model call; a failure when the run cannot go without it. */
   async function retrieve(): Promise<Failure | undefined> {
     const unavailable: Failure = { code: 'knowledge_unavailable', message: 'Knowledge retrieval is unavailable, and the run does not answer without it.' };
-    if (knowledge.collections.length === 0 && !knowledge.required) return undefined;
     // Runs that began before retrieval existed carry on without it (their histories have no such step).
     if (!patched(RETRIEVAL_PATCH)) return undefined;
     if (knowledge.collections.length === 0) {
@@ -473,11 +471,13 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   };
 
   async function respond(): Promise<OutputItem[] | Failure> {
+    // A step the run has no part in is not entered: each promise made in a workflow costs the worker a
+    // stack trace (Temporal keeps one per promise for the UI's stack query; docs/performance.md).
     const waited = input.turn && (await awaitTurn(input.turn));
     if (waited) return waited;
-    const refused = await retrieve();
+    const refused = (knowledge.collections.length > 0 || knowledge.required) && (await retrieve());
     if (refused) return refused;
-    const unreachable = await discover();
+    const unreachable = mcpServers.length > 0 && (await discover());
     if (unreachable) return unreachable;
     let reply = await ask();
     for (let round = 0; reply.toolCalls.length > 0; round++) {
@@ -520,7 +520,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   try {
     const result = await respond();
     if (settled) {
-      await cancelRecorded;
+      if (cancelRecorded) await cancelRecorded;
       return settled;
     }
     if (CancellationScope.current().consideredCancelled) return await settle('cancelled', []);

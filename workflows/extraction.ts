@@ -1,11 +1,9 @@
-import { executeChild, proxyActivities, type RetryPolicy } from '@temporalio/workflow';
-import type * as activities from '../activities';
+import { executeChild, type RetryPolicy } from '@temporalio/workflow';
 import type { ExtractionInput } from '../workflowClients/extraction.client';
 import { PARALLEL_SEGMENTS } from '../domain/extractions';
 import type { RunInput, RunOutcome } from '../domain/runs';
 import { agentRun } from './agentRun';
 import { runStartOptions } from '../workflowClients/agentRun.options';
-import { unsealed } from '../workflowClients/summaries';
 import { namedActivities } from './namedActivities';
 
 /** Bookkeeping in PostgreSQL: short and idempotent, retried until it succeeds. */
@@ -15,12 +13,10 @@ const { holdSegmentCredits, extractionProgress, settleExtraction } = namedActivi
   { holdSegmentCredits: 'hold a segment\'s credits', extractionProgress: 'record progress', settleExtraction: 'settle the extraction' },
 );
 /** Reading the document: a few tries (a worker that dies, a storage blip); unreadable content is decided inside, not retried. */
-const { beginExtraction } = proxyActivities<typeof activities>({
-  summary: unsealed('read and segment the document'),
-  startToCloseTimeout: '10m',
-  heartbeatTimeout: '1m',
-  retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 5 },
-});
+const { beginExtraction } = namedActivities(
+  { startToCloseTimeout: '10m', heartbeatTimeout: '1m', retry: { initialInterval: '5s', backoffCoefficient: 2, maximumInterval: '1m', maximumAttempts: 5 } },
+  { beginExtraction: 'read and segment the document' },
+);
 
 type SegmentResult = { outcome: RunOutcome } | { error: { code: string; message: string } };
 

@@ -5,8 +5,18 @@ import { unsealed } from '../workflowClients/summaries';
 type Activities = typeof activities;
 type Named<K extends keyof Activities> = Pick<ActivityInterfaceFor<Activities>, K>;
 
+/**
+ * Each activity's proxy is made at its first call, not when its module loads: every workflow module is
+ * loaded again for each workflow (the reusable V8 context keeps module state per workflow), so a run
+ * would otherwise build the summaries of every workflow's activities (docs/performance.md, "Where a run's CPU goes").
+ */
 function named<K extends keyof Activities>(proxy: (summary: string) => Named<K>, summaries: Record<K, string>): Named<K> {
-  return Object.fromEntries(Object.entries<string>(summaries).map(([name, summary]) => [name, proxy(summary)[name as K]])) as Named<K>;
+  return Object.fromEntries(
+    Object.entries<string>(summaries).map(([name, summary]) => {
+      let made: ((...args: unknown[]) => Promise<unknown>) | undefined;
+      return [name, (...args: unknown[]) => (made ??= proxy(summary)[name as K] as (...args: unknown[]) => Promise<unknown>)(...args)];
+    }),
+  ) as Named<K>;
 }
 
 /**

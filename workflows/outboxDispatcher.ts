@@ -1,19 +1,15 @@
-import { proxyActivities } from '@temporalio/workflow';
-import type * as activities from '../activities';
 import { DISPATCH_EVERY_MS, DISPATCH_HEARTBEAT_INTERVAL_MS, DISPATCH_PASS_MS } from '../domain/timings';
-import { unsealed } from '../workflowClients/summaries';
+import { namedActivities } from './namedActivities';
 
 /**
  * The outbox dispatcher's passes: each a long activity that fans new events out into deliveries and
  * starts their workflows, heartbeating. A worker that dies mid-pass misses two heartbeats and the
  * pass is retried on another; both halves are idempotent, so nothing is lost or sent twice.
  */
-const { dispatchOutbox } = proxyActivities<typeof activities>({
-  summary: unsealed('dispatcher pass: outbox events to deliveries'),
-  startToCloseTimeout: DISPATCH_PASS_MS * 3,
-  heartbeatTimeout: 2 * DISPATCH_HEARTBEAT_INTERVAL_MS,
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },
-});
+const { dispatchOutbox } = namedActivities(
+  { startToCloseTimeout: DISPATCH_PASS_MS * 3, heartbeatTimeout: 2 * DISPATCH_HEARTBEAT_INTERVAL_MS, retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' } },
+  { dispatchOutbox: 'dispatcher pass: outbox events to deliveries' },
+);
 
 /**
  * One run of the dispatcher: passes for the Schedule's interval. The Schedule (`outbox-dispatcher`,

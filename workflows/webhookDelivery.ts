@@ -1,7 +1,8 @@
-import { continueAsNew, proxyActivities, proxyLocalActivities, sleep, workflowInfo, type RetryPolicy } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, sleep, workflowInfo, type RetryPolicy } from '@temporalio/workflow';
 import type * as activities from '../activities';
 import { unsealed } from '../workflowClients/summaries';
 import { MODEL_HEARTBEAT_TIMEOUT_MS } from '../domain/timings';
+import { namedLocalActivities } from './namedActivities';
 import type { DeliveryOutcome, WebhookDeliveryInput } from '../workflowClients/webhookDelivery.signature';
 
 
@@ -18,7 +19,7 @@ const ATTEMPT_TIMEOUT = '2m';
 const attemptDelivery = (a: Parameters<typeof activities.attemptDelivery>[0]) =>
   proxyActivities<typeof activities>({ summary: unsealed(`webhook attempt ${a.attempt}${a.last ? ' (last)' : ''}`), startToCloseTimeout: ATTEMPT_TIMEOUT, heartbeatTimeout: MODEL_HEARTBEAT_TIMEOUT_MS, retry: BOOKKEEPING_RETRY }).attemptDelivery(a);
 /** Admission is one Redis script: a local activity, so a held delivery costs its history one marker per ask. */
-const { admitDeliveryAttempt } = proxyLocalActivities<typeof activities>({ summary: unsealed('partner rate admission'), startToCloseTimeout: '10s', retry: BOOKKEEPING_RETRY });
+const { admitDeliveryAttempt } = namedLocalActivities({ startToCloseTimeout: '10s', retry: BOOKKEEPING_RETRY }, { admitDeliveryAttempt: 'partner rate admission' });
 
 const FINAL = { delivered: 'succeeded', rejected: 'failed', skipped: 'skipped', superseded: 'superseded' } as const;
 

@@ -1,13 +1,10 @@
-import { proxyActivities } from '@temporalio/workflow';
 import type { WebhookRecoveryInput } from '../workflowClients/webhookRecovery.client';
-import type * as activities from '../activities';
-import { unsealed } from '../workflowClients/summaries';
+import { namedActivities } from './namedActivities';
 
-const { recoverDeliveries } = proxyActivities<typeof activities>({
-  summary: unsealed('reopen the window\'s failed and skipped deliveries'),
-  startToCloseTimeout: '2m',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' },
-});
+const { recoverDeliveries } = namedActivities(
+  { startToCloseTimeout: '2m', retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '1m' } },
+  { recoverDeliveries: 'reopen the window\'s failed and skipped deliveries' },
+);
 
 /**
  * `POST …/endpoints/{id}/recover`: every failed or skipped delivery of the endpoint in the window is
