@@ -2,12 +2,11 @@ import * as yup from 'yup';
 import { about, described } from '../../../contract/about';
 import { idFilter, listQuery, once, oneOfFilter } from '../../../contract/listQuery';
 import { refined } from '../../../contract/parse';
-import { invalidRequest } from '../../../domain/errors';
+import { invalidRequest, RUN_STATUSES } from '../../../domain/errors';
+import { RUN_KINDS } from '../../../domain/runs';
 import { MAX_ACTION_OUTPUT_CHARS, type ActionAnswer } from '../../../domain/actions';
 
 export const MAX_RUN_LIMIT = 100;
-const STATUSES = ['queued', 'running', 'completed', 'failed', 'cancelled', 'blocked'];
-export const RUN_KINDS = ['response', 'agent_run', 'message', 'report', 'extraction'];
 
 const instant = (name: string, description: string) => once(name, { format: 'date-time', description }).test(name, `${name} must be an ISO 8601 time.`, (v) => v === undefined || (/^\d{4}-\d{2}-\d{2}T/.test(v) && !Number.isNaN(Date.parse(v))));
 
@@ -59,7 +58,7 @@ export const FollowRunEvents = {
  */
 export const ListRuns = {
   query: listQuery('run', MAX_RUN_LIMIT, {
-    status: once('status', { pattern: `^(${STATUSES.join('|')})(,(${STATUSES.join('|')}))*$`, description: 'One or more statuses, comma-separated (`failed,blocked`).' }).test('status', `status must be one or more of ${STATUSES.join(', ')}, comma-separated.`, (v) => v === undefined || v.split(',').every((s) => STATUSES.includes(s))),
+    status: once('status', { pattern: `^(${RUN_STATUSES.join('|')})(,(${RUN_STATUSES.join('|')}))*$`, description: 'One or more statuses, comma-separated (`failed,blocked`).' }).test('status', `status must be one or more of ${RUN_STATUSES.join(', ')}, comma-separated.`, (v) => v === undefined || v.split(',').every((s) => (RUN_STATUSES as readonly string[]).includes(s))),
     agent: idFilter('agent', 'agent', 'an agent id (agt_…)'),
     kind: oneOfFilter('kind', RUN_KINDS),
     created_after: instant('created_after', 'Created at or after this time.'),
