@@ -511,7 +511,7 @@ export async function agentRun(input: RunInput): Promise<RunOutcome> {
   }
 
   const settle = async (status: 'completed' | 'failed' | 'cancelled' | 'blocked', output: OutputItem[], error?: Failure) => {
-    await cancelRecorded;
+    if (cancelRecorded) await cancelRecorded;
     return CancellationScope.nonCancellable(() =>
       settleRun({ input, status, output, usage, usageEstimated, historyOmitted, incomplete, model, toolNames, handoff, error, knowledge: passageRefs(), ...(input.turn && { turnNeverCame: !hadTurn }) }),
     );

@@ -4,6 +4,7 @@ import { unsealed } from '../workflowClients/summaries';
 
 type Activities = typeof activities;
 type Named<K extends keyof Activities> = Pick<ActivityInterfaceFor<Activities>, K>;
+type Call = (...args: unknown[]) => Promise<unknown>;
 
 /**
  * Each activity's proxy is made at its first call, not when its module loads: every workflow module is
@@ -13,8 +14,8 @@ type Named<K extends keyof Activities> = Pick<ActivityInterfaceFor<Activities>, 
 function named<K extends keyof Activities>(proxy: (summary: string) => Named<K>, summaries: Record<K, string>): Named<K> {
   return Object.fromEntries(
     Object.entries<string>(summaries).map(([name, summary]) => {
-      let made: ((...args: unknown[]) => Promise<unknown>) | undefined;
-      return [name, (...args: unknown[]) => (made ??= proxy(summary)[name as K] as (...args: unknown[]) => Promise<unknown>)(...args)];
+      let made: Call | undefined;
+      return [name, (...args: unknown[]) => (made ??= proxy(summary)[name as K] as Call)(...args)];
     }),
   ) as Named<K>;
 }
