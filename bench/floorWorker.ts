@@ -10,8 +10,9 @@ import * as activities from './floorActivities';
  * `PORT=… node dist/bench/floorWorker.js <task queue>`: the floor as the run has it, one process that
  * both starts workflows and runs them. Its worker is started by the service's own startWorkers()
  * (same runtime and worker settings) with only the floor's code; each HTTP request starts one
- * floorWorkflow with the service's client module and answers 204 once it has completed. With
- * RUNS_IN_API, as the API then does, the client shares the worker's connection and starts eagerly.
+ * floorWorkflow with the service's client module (`?ms=` makes its activity hold that long) and
+ * answers 204 once it has completed. With RUNS_IN_API, as the API then does, the client shares the
+ * worker's connection and starts eagerly.
  */
 async function main(): Promise<void> {
   const taskQueue = process.argv[2];
@@ -21,9 +22,11 @@ async function main(): Promise<void> {
   const client = await temporal();
   const requestEagerStart = sharesWorkerConnection(client);
   let seq = 0;
-  createServer((_req, res) => {
+  createServer((req, res) => {
+    // `?ms=5000`: a floor run whose activity holds 5 s, as the burst's runs' provider calls do.
+    const ms = Number(new URL(req.url ?? '/', 'http://floor').searchParams.get('ms') ?? 0);
     client.workflow
-      .execute('floorWorkflow', { taskQueue, workflowId: `floor-${process.pid}-${++seq}`, requestEagerStart })
+      .execute('floorWorkflow', { taskQueue, workflowId: `floor-${process.pid}-${++seq}`, requestEagerStart, ...(ms > 0 && { args: [ms] }) })
       .then(
         () => res.writeHead(204).end(),
         (err: Error) => res.writeHead(500).end(err.message),

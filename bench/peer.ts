@@ -76,6 +76,14 @@ export async function burst(run: (input: string) => Promise<void>, count: number
   return { runs: count, run_ms: ms, failures, seconds: Math.round(seconds * 100) / 100, over_one_run: Math.round((seconds * 1000 * 100) / ms) / 100 };
 }
 
+/** The floor's run whose one activity holds `ms`, as a burst's run's provider call does (its input is the stub's, not the floor's). */
+export function floorRun(s: Stack, ms: number): (input: string) => Promise<void> {
+  return async () => {
+    const res = await fetch(`${s.floor}?ms=${ms}`);
+    if (res.status !== 204) throw new Error(`the floor answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+  };
+}
+
 /** The service's plain run, as the bench's `run` operation sends it, with its input given. */
 export function serviceRun(s: Stack): (input: string) => Promise<void> {
   return async (input) => {

@@ -233,6 +233,8 @@ export interface OursOnPeerShapes {
   floor: PeerShapes<Summary>;
   run: PeerShapes<Summary>;
   burst: BurstFigures;
+  /** The same burst of floor runs (their activity holds as long): Temporal's own share of it on this machine. */
+  floorBurst: BurstFigures;
   /** Per request of the c32 phases. */
   cost: { floor: RunCost; run: RunCost };
   statements: StatementFigures;
@@ -281,7 +283,7 @@ export function reportPeer(m: { quick: boolean; ours: OursOnPeerShapes; peer: Pe
     row('shape', 'Temporal floor', 'this service', 'langgraph dev'),
     row('one run at a time, p50', `${ours.floor.c1.p50_ms} ms`, `${ours.run.c1.p50_ms} ms (${ratio(ours.run.c1.p50_ms, ours.floor.c1.p50_ms)}x floor)`, `${peer.c1.p50_ms} ms${errors(ours.run.c1)}${errors(peer.c1)}`),
     row('32 clients, runs/s', `${ours.floor.c32.rps}`, `${ours.run.c32.rps} (${ratio(ours.run.c32.rps, ours.floor.c32.rps)}x floor)`, `${peer.c32.rps} (us: ${ratio(ours.run.c32.rps, peer.c32.rps)}x)${errors(ours.run.c32)}${errors(peer.c32)}`),
-    row(`${ours.burst.runs} runs of ${ours.burst.run_ms / 1000} s at once`, '-', b(ours.burst), b(peer.burst)),
+    row(`${ours.burst.runs} runs of ${ours.burst.run_ms / 1000} s at once`, `${ours.floorBurst.seconds} s`, b(ours.burst), b(peer.burst)),
     `runs/s at c32 by service worker processes: ${Object.entries(ours.workers).map(([count, x]) => `${count}: ${x.rps}${x.errors ? ` (${x.errors} failed)` : ''}`).join(', ')}`,
     '',
     ...costLines(ours.cost, ours.statements),

@@ -17,7 +17,7 @@ import { BenchStub } from './stubProvider';
 import { cpuPerRun, heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
 import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 import { answerFigures } from './answers';
-import { burst, peerFigures, serviceRun } from './peer';
+import { burst, floorRun, peerFigures, serviceRun } from './peer';
 import { withRunCost } from './runCost';
 import { providerFigures } from './providers';
 
@@ -120,14 +120,17 @@ async function inflight(s: Stack): Promise<InflightMeasured> {
 async function peer(s: Stack, children: Children): Promise<Parameters<typeof reportPeer>[0]> {
   const { c1, c32, batch: b } = SETTINGS;
   const op = operations(s);
-  log(`peer shapes: floor and run at concurrency 1 (${c1.warmup} warm-up, ${c1.count} measured), then at ${c32.concurrency} (${c32.warmupMs / 1000} s warm-up, ${c32.durationMs / 1000} s measured), then ${b.runs} runs of ${b.ms / 1000} s at once`);
+  log(`peer shapes: floor and run at concurrency 1 (${c1.warmup} warm-up, ${c1.count} measured), then at ${c32.concurrency} (${c32.warmupMs / 1000} s warm-up, ${c32.durationMs / 1000} s measured), then ${b.runs} runs of ${b.ms / 1000} s at once (floor, then run)`);
   const floorC1 = await sequential(op.floor, c1);
   const runC1 = await sequential(op.run, c1);
   const floorC32 = await withRunCost(s, 'floorWorkflow', () => closedLoop(op.floor, c32));
   const runC32 = await withRunCost(s, 'agentRun', () => closedLoop(op.run, c32));
+  // The floor's burst first: what Temporal alone takes here to turn the same burst over, the least any service on it can do.
+  const floorBurst = await burst(floorRun(s, b.ms), b.runs, b.ms);
   const burstFigures = await burst(serviceRun(s), b.runs, b.ms);
   const ours = {
     floor: { c1: floorC1, c32: floorC32.summary },
+    floorBurst,
     run: { c1: runC1, c32: runC32.summary },
     burst: burstFigures,
     cost: { floor: floorC32.cost, run: runC32.cost },

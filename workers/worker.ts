@@ -140,11 +140,13 @@ const SERVICE_CODE: WorkerCode = { workflowsPath: require.resolve('../workflows'
 function capacity(taskQueue: string): Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxCachedWorkflows' | 'workflowTaskPollerBehavior' | 'nonStickyToStickyPollRatio'> {
   const w = config().worker;
   const activities: Record<string, number> = { [QUEUES.runs]: w.inflightRuns, [QUEUES.background]: w.backgroundActivities, [QUEUES.webhooks]: w.webhookActivities };
+  // A queue of no service kind (the bench's floor) is sized as agent-runs, whose floor it measures.
+  const runs = taskQueue === QUEUES.runs || !(taskQueue in activities);
   return {
     maxConcurrentActivityTaskExecutions: activities[taskQueue] ?? w.inflightRuns,
     maxConcurrentWorkflowTaskExecutions: w.workflowTasks,
-    maxCachedWorkflows: taskQueue === QUEUES.runs || !(taskQueue in activities) ? w.cachedRuns : Math.max(100, activities[taskQueue]),
-    ...(taskQueue === QUEUES.runs && { workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: Math.max(2, Math.floor(w.workflowTasks / 2)) }, nonStickyToStickyPollRatio: 0.5 }),
+    maxCachedWorkflows: runs ? w.cachedRuns : Math.max(100, activities[taskQueue]),
+    ...(runs && { workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: Math.max(2, Math.floor(w.workflowTasks / 2)) }, nonStickyToStickyPollRatio: 0.5 }),
   };
 }
 
