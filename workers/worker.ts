@@ -140,7 +140,7 @@ const SERVICE_CODE: WorkerCode = { workflowsPath: require.resolve('../workflows'
 function capacity(taskQueue: string): Pick<WorkerOptions, 'maxConcurrentActivityTaskExecutions' | 'maxConcurrentWorkflowTaskExecutions' | 'maxCachedWorkflows' | 'workflowTaskPollerBehavior' | 'nonStickyToStickyPollRatio'> {
   const w = config().worker;
   const activities: Record<string, number> = { [QUEUES.runs]: w.inflightRuns, [QUEUES.background]: w.backgroundActivities, [QUEUES.webhooks]: w.webhookActivities };
-  // A queue of no service kind (the bench's floor) is sized as agent-runs, whose floor it measures.
+  // A queue of no service kind (a test's own run queue, the bench's floor) is sized as agent-runs.
   const runs = taskQueue === QUEUES.runs || !(taskQueue in activities);
   return {
     maxConcurrentActivityTaskExecutions: activities[taskQueue] ?? w.inflightRuns,
