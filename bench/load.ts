@@ -98,19 +98,40 @@ export async function sequential(op: Operation, o: { warmup: number; count: numb
  * measured window that also finished inside it, divided by the window.
  */
 export async function closedLoop(op: Operation, o: { concurrency: number; warmupMs: number; durationMs: number }): Promise<Summary> {
-  const recorder = new Recorder();
-  const from = performance.now() + o.warmupMs;
-  const until = from + o.durationMs;
-  let n = 0;
-  let completedInWindow = 0;
-  const loop = async () => {
-    while (performance.now() < until) {
-      const keep = performance.now() >= from;
-      const { ended, ok } = await recorder.time(op, keep);
-      if (keep) n++;
-      if (keep && ok && ended <= until) completedInWindow++;
-    }
-  };
-  await Promise.all(Array.from({ length: o.concurrency }, loop));
-  return recorder.summary(completedInWindow / (o.durationMs / 1000), n);
+  const loop = new ClosedLoopWindows();
+  await loop.window(op, o);
+  return loop.summary();
+}
+
+/**
+ * One operation's closed loop measured over several windows, with other phases between them, as one:
+ * its percentiles over every measured request, its throughput over the windows' time together.
+ */
+export class ClosedLoopWindows {
+  private readonly recorder = new Recorder();
+  private n = 0;
+  private completedInWindows = 0;
+  private measuredMs = 0;
+
+  /** One window (a closed loop as closedLoop runs it); says how many requests it served, warm-up included. */
+  async window(op: Operation, o: { concurrency: number; warmupMs: number; durationMs: number }): Promise<{ served: number }> {
+    const servedBefore = this.recorder.served;
+    const from = performance.now() + o.warmupMs;
+    const until = from + o.durationMs;
+    const loop = async () => {
+      while (performance.now() < until) {
+        const keep = performance.now() >= from;
+        const { ended, ok } = await this.recorder.time(op, keep);
+        if (keep) this.n++;
+        if (keep && ok && ended <= until) this.completedInWindows++;
+      }
+    };
+    await Promise.all(Array.from({ length: o.concurrency }, loop));
+    this.measuredMs += o.durationMs;
+    return { served: this.recorder.served - servedBefore };
+  }
+
+  summary(): Summary {
+    return this.recorder.summary(this.completedInWindows / (this.measuredMs / 1000), this.n);
+  }
 }

@@ -49,7 +49,7 @@ async function historyEvents(workflowType: string): Promise<number> {
 const TAIL_MS = 2000;
 
 /** Runs the phase and says what each of its requests cost (`workflowType`: the workflow each request ran). */
-export async function withRunCost(s: Stack, workflowType: string, phase: () => Promise<Summary>): Promise<{ summary: Summary; cost: RunCost }> {
+export async function withRunCost<T extends Pick<Summary, 'served'>>(s: Stack, workflowType: string, phase: () => Promise<T>): Promise<{ summary: T; cost: RunCost }> {
   const before = await temporalCounts(s.temporalMetrics);
   const { result, usage } = await s.sampler.during(async () => {
     const summary = await phase();
@@ -70,5 +70,27 @@ export async function withRunCost(s: Stack, workflowType: string, phase: () => P
       cpu_ms: cpu,
       temporal: temporalPerRequest,
     },
+  };
+}
+
+const weighted = (parts: { served: number; value: number }[]) => {
+  const served = parts.reduce((n, p) => n + p.served, 0);
+  return served === 0 ? 0 : Math.round((parts.reduce((sum, p) => sum + p.value * p.served, 0) / served) * 100) / 100;
+};
+
+/** One kind of request's cost measured over several windows, as one: each figure weighted by the requests its window served. */
+export function mergedCost(parts: { summary: Pick<Summary, 'served'>; cost: RunCost }[]): RunCost {
+  const field = (pick: (c: RunCost) => number | undefined) => weighted(parts.map((p) => ({ served: p.summary.served, value: pick(p.cost) ?? 0 })));
+  const record = (pick: (c: RunCost) => Record<string, number>) =>
+    Object.fromEntries([...new Set(parts.flatMap((p) => Object.keys(pick(p.cost))))].map((key) => [key, field((c) => pick(c)[key])]));
+  return {
+    workflow_tasks: field((c) => c.workflow_tasks),
+    activity_tasks: field((c) => c.activity_tasks),
+    history_events: parts.at(-1)?.cost.history_events ?? 0,
+    persistence_writes: field((c) => c.persistence_writes),
+    timers: field((c) => c.timers),
+    actions: field((c) => c.actions),
+    cpu_ms: record((c) => c.cpu_ms),
+    temporal: record((c) => c.temporal),
   };
 }
