@@ -129,15 +129,15 @@ async function alternatedC32(s: Stack, op: ReturnType<typeof operations>) {
   const { c32 } = SETTINGS;
   const rounds = QUICK ? 1 : PEER_C32_ROUNDS;
   const loops = { floor: new ClosedLoopWindows(), run: new ClosedLoopWindows() };
-  const costs: Record<keyof typeof loops, Parameters<typeof mergedCost>[0]> = { floor: [], run: [] };
+  const costs: Record<keyof typeof loops, Parameters<typeof mergedCost>[1]> = { floor: [], run: [] };
   for (let round = 0; round < rounds; round++) {
     const window = { concurrency: c32.concurrency, warmupMs: round === 0 ? c32.warmupMs : 1000, durationMs: c32.durationMs / rounds };
-    costs.floor.push(await withRunCost(s, 'floorWorkflow', () => loops.floor.window(op.floor, window)));
-    costs.run.push(await withRunCost(s, 'agentRun', () => loops.run.window(op.run, window)));
+    costs.floor.push(await withRunCost(s, () => loops.floor.window(op.floor, window)));
+    costs.run.push(await withRunCost(s, () => loops.run.window(op.run, window)));
   }
   return {
-    floorC32: { summary: loops.floor.summary(), cost: mergedCost(costs.floor) },
-    runC32: { summary: loops.run.summary(), cost: mergedCost(costs.run) },
+    floorC32: { summary: loops.floor.summary(), cost: await mergedCost('floorWorkflow', costs.floor) },
+    runC32: { summary: loops.run.summary(), cost: await mergedCost('agentRun', costs.run) },
   };
 }
 

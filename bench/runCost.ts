@@ -48,8 +48,11 @@ async function historyEvents(workflowType: string): Promise<number> {
  */
 const TAIL_MS = 2000;
 
-/** Runs the phase and says what each of its requests cost (`workflowType`: the workflow each request ran). */
-export async function withRunCost<T extends Pick<Summary, 'served'>>(s: Stack, workflowType: string, phase: () => Promise<T>): Promise<{ summary: T; cost: RunCost }> {
+/** What one window's requests cost each part: a RunCost less the history, which mergedCost reads once. */
+export type WindowCost = Omit<RunCost, 'history_events'>;
+
+/** Runs the phase (a window) and says what each of its requests cost. */
+export async function withRunCost<T extends Pick<Summary, 'served'>>(s: Stack, phase: () => Promise<T>): Promise<{ summary: T; cost: WindowCost }> {
   const before = await temporalCounts(s.temporalMetrics);
   const { result, usage } = await s.sampler.during(async () => {
     const summary = await phase();
@@ -63,7 +66,6 @@ export async function withRunCost<T extends Pick<Summary, 'served'>>(s: Stack, w
     cost: {
       workflow_tasks: sum(temporalPerRequest, (key) => key === 'service_requests frontend RespondWorkflowTaskCompleted'),
       activity_tasks: sum(temporalPerRequest, (key) => /^service_requests frontend RespondActivityTask(Completed|Failed|Canceled)$/.test(key)),
-      history_events: await historyEvents(workflowType),
       persistence_writes: sum(temporalPerRequest, (key) => WRITES.test(key)),
       timers: sum(temporalPerRequest, (key) => key.startsWith('task_requests Timer')),
       actions: sum(temporalPerRequest, (key) => key === 'action' || key.startsWith('action ')),
@@ -78,15 +80,18 @@ const weighted = (parts: { served: number; value: number }[]) => {
   return served === 0 ? 0 : Math.round((parts.reduce((sum, p) => sum + p.value * p.served, 0) / served) * 100) / 100;
 };
 
-/** One kind of request's cost measured over several windows, as one: each figure weighted by the requests its window served. */
-export function mergedCost(parts: { summary: Pick<Summary, 'served'>; cost: RunCost }[]): RunCost {
-  const field = (pick: (c: RunCost) => number | undefined) => weighted(parts.map((p) => ({ served: p.summary.served, value: pick(p.cost) ?? 0 })));
-  const record = (pick: (c: RunCost) => Record<string, number>) =>
+/**
+ * One kind of request's cost measured over several windows, as one: each figure weighted by the
+ * requests its window served, and the history of one of its workflows (`workflowType`) read once.
+ */
+export async function mergedCost(workflowType: string, parts: { summary: Pick<Summary, 'served'>; cost: WindowCost }[]): Promise<RunCost> {
+  const field = (pick: (c: WindowCost) => number | undefined) => weighted(parts.map((p) => ({ served: p.summary.served, value: pick(p.cost) ?? 0 })));
+  const record = (pick: (c: WindowCost) => Record<string, number>) =>
     Object.fromEntries([...new Set(parts.flatMap((p) => Object.keys(pick(p.cost))))].map((key) => [key, field((c) => pick(c)[key])]));
   return {
     workflow_tasks: field((c) => c.workflow_tasks),
     activity_tasks: field((c) => c.activity_tasks),
-    history_events: parts.at(-1)?.cost.history_events ?? 0,
+    history_events: await historyEvents(workflowType),
     persistence_writes: field((c) => c.persistence_writes),
     timers: field((c) => c.timers),
     actions: field((c) => c.actions),
