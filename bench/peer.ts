@@ -26,6 +26,12 @@ const REQUIREMENTS = path.join(PEER_DIR, 'requirements.txt');
  * server's default of 10 jobs would queue a burst, which is not the peer at its best.
  */
 export const PEER_JOBS = 1000;
+/**
+ * Clients of the wide shape: the peer's `/runs/wait` answers a second after a run at best (its own
+ * queue's and wait's polling), so at c32 it is capped near 32 runs a second whatever its cores could
+ * do. With this many clients that wait no longer binds.
+ */
+export const WIDE_CLIENTS = 128;
 
 /** Installs the pinned peer unless the venv has these very requirements already. */
 function installPeer(log: (line: string) => void): string {
@@ -94,6 +100,8 @@ export function serviceRun(s: Stack): (input: string) => Promise<void> {
 }
 
 export interface PeerFigures extends PeerShapes<Summary> {
+  /** WIDE_CLIENTS clients: what it turns over when its wait for each run's end does not bind (docs/performance.md). */
+  wide: Summary;
   burst: BurstFigures;
   version: string;
   jobs_per_worker: number;
@@ -102,6 +110,7 @@ export interface PeerFigures extends PeerShapes<Summary> {
 interface Settings {
   c1: { warmup: number; count: number };
   c32: { concurrency: number; warmupMs: number; durationMs: number };
+  wide: { concurrency: number; warmupMs: number; durationMs: number };
   batch: { runs: number; ms: number };
 }
 
@@ -130,10 +139,12 @@ export async function peerFigures(children: Children, stubUrl: string, settings:
     const c1 = await sequential(plain, settings.c1);
     log(`peer: run at concurrency ${settings.c32.concurrency} (${settings.c32.warmupMs / 1000} s warm-up, ${settings.c32.durationMs / 1000} s measured)`);
     const c32 = await closedLoop(plain, settings.c32);
+    log(`peer: run at concurrency ${settings.wide.concurrency} (${settings.wide.warmupMs / 1000} s warm-up, ${settings.wide.durationMs / 1000} s measured)`);
+    const wide = await closedLoop(plain, settings.wide);
     log(`peer: ${settings.batch.runs} runs of ${settings.batch.ms / 1000} s at once`);
     const burstFigures = await burst(run, settings.batch.runs, settings.batch.ms);
     const version = execFileSync(path.join(VENV, 'bin/python'), ['-c', 'import importlib.metadata as m; print(m.version("langgraph-api"))'], { encoding: 'utf8' }).trim();
-    return { c1, c32, burst: burstFigures, version: `langgraph-api ${version}`, jobs_per_worker: PEER_JOBS };
+    return { c1, c32, wide, burst: burstFigures, version: `langgraph-api ${version}`, jobs_per_worker: PEER_JOBS };
   } finally {
     await children.stop(child);
   }

@@ -8,7 +8,7 @@ import type { Summary } from './load';
 import { AUTH_GET_PATH } from './operations';
 import type { PhaseUsage } from './processes';
 import { STREAM_TAIL_MS } from './stubProvider';
-import type { BurstFigures, PeerFigures, PeerShapes } from './peer';
+import { WIDE_CLIENTS, type BurstFigures, type PeerFigures, type PeerShapes } from './peer';
 import type { RunCost } from './runCost';
 import type { IngestionFigures, RetrievalFigures } from './knowledge';
 import type { BatchFigures } from './jobs';
@@ -232,6 +232,8 @@ function printPhase(phase: string, figures: string[], targets: ReturnType<typeof
 export interface OursOnPeerShapes {
   floor: PeerShapes<Summary>;
   run: PeerShapes<Summary>;
+  /** The run at the peer's wide concurrency (PeerFigures.wide). */
+  wide: Summary;
   burst: BurstFigures;
   /** The same burst of floor runs (their activity holds as long): Temporal's own share of it on this machine. */
   floorBurst: BurstFigures;
@@ -283,6 +285,7 @@ export function reportPeer(m: { quick: boolean; ours: OursOnPeerShapes; peer: Pe
     row('shape', 'Temporal floor', 'this service', 'langgraph dev'),
     row('one run at a time, p50', `${ours.floor.c1.p50_ms} ms`, `${ours.run.c1.p50_ms} ms (${ratio(ours.run.c1.p50_ms, ours.floor.c1.p50_ms)}x floor)`, `${peer.c1.p50_ms} ms${errors(ours.run.c1)}${errors(peer.c1)}`),
     row('32 clients, runs/s', `${ours.floor.c32.rps}`, `${ours.run.c32.rps} (${ratio(ours.run.c32.rps, ours.floor.c32.rps)}x floor)`, `${peer.c32.rps} (us: ${ratio(ours.run.c32.rps, peer.c32.rps)}x)${errors(ours.run.c32)}${errors(peer.c32)}`),
+    row(`${WIDE_CLIENTS} clients, runs/s`, '', `${ours.wide.rps}`, `${peer.wide.rps} (us: ${ratio(ours.wide.rps, peer.wide.rps)}x)${errors(ours.wide)}${errors(peer.wide)}`),
     row(`${ours.burst.runs} runs of ${ours.burst.run_ms / 1000} s at once`, `${ours.floorBurst.seconds} s`, b(ours.burst), b(peer.burst)),
     `runs/s at c32 by service worker processes: ${Object.entries(ours.workers).map(([count, x]) => `${count}: ${x.rps}${x.errors ? ` (${x.errors} failed)` : ''}`).join(', ')}`,
     '',

@@ -17,7 +17,7 @@ import { BenchStub } from './stubProvider';
 import { cpuPerRun, heldAtOnce, openLoop, openStreams, plainBatch, scaleOutFigures, timeline } from './inflight';
 import { REAL_MODEL_RUNS, realModelFigures } from './realModel';
 import { answerFigures } from './answers';
-import { burst, floorRun, peerFigures, serviceRun } from './peer';
+import { burst, floorRun, peerFigures, serviceRun, WIDE_CLIENTS } from './peer';
 import { mergedCost, withRunCost } from './runCost';
 import { providerFigures } from './providers';
 
@@ -55,6 +55,7 @@ const SETTINGS = QUICK
       c1: { warmup: 10, count: 40 },
       cancel: { warmup: 2, count: 10 },
       c32: { concurrency: 32, warmupMs: 1000, durationMs: 3000 },
+      wide: { concurrency: WIDE_CLIENTS, warmupMs: 1000, durationMs: 3000 },
       growthSamples: 3,
       statementRuns: 50,
       get: { concurrency: 32, warmupMs: 500, durationMs: 2500 },
@@ -70,6 +71,7 @@ const SETTINGS = QUICK
       c1: { warmup: 30, count: 300 },
       cancel: { warmup: 3, count: 40 },
       c32: { concurrency: 32, warmupMs: 5000, durationMs: 20_000 },
+      wide: { concurrency: WIDE_CLIENTS, warmupMs: 5000, durationMs: 20_000 },
       growthSamples: 15,
       statementRuns: 200,
       get: { concurrency: 32, warmupMs: 3000, durationMs: 15_000 },
@@ -152,10 +154,14 @@ async function peer(s: Stack, children: Children): Promise<Parameters<typeof rep
   // The floor's burst first: what Temporal alone takes here to turn the same burst over, the least any service on it can do.
   const floorBurst = await burst(floorRun(s, b.ms), b.runs, b.ms);
   const burstFigures = await burst(serviceRun(s), b.runs, b.ms);
+  // After the bursts, which it would otherwise meet on a fuller store (docs/performance.md).
+  log(`peer shapes: run at concurrency ${SETTINGS.wide.concurrency} (${SETTINGS.wide.warmupMs / 1000} s warm-up, ${SETTINGS.wide.durationMs / 1000} s measured)`);
+  const runWide = await closedLoop(op.run, SETTINGS.wide);
   const ours = {
     floor: { c1: floorC1, c32: floorC32.summary },
     floorBurst,
     run: { c1: runC1, c32: runC32.summary },
+    wide: runWide,
     burst: burstFigures,
     cost: { floor: floorC32.cost, run: runC32.cost },
     statements: await statements(op.run),
