@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { context, diag, DiagLogLevel, propagation, SpanStatusCode, trace, type Span, type SpanOptions, type Tracer } from '@opentelemetry/api';
 import { ApplicationFailure } from '@temporalio/common';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
@@ -8,7 +9,6 @@ import { OTLPTraceExporter as ProtobufExporter } from '@opentelemetry/exporter-t
 import { envDetectorSync, Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, NoopSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { GENAI } from '../domain/genaiSpans';
-import { AsyncLocalContextManager } from './contextManager';
 import { logger } from './logger';
 
 /**
@@ -65,8 +65,10 @@ export function startTracing(defaultServiceName: string): Tracing {
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES override the process's own name.
   const resource = new Resource({ 'service.name': defaultServiceName }).merge(envDetectorSync.detect());
   const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
-  // W3C trace context whatever OTEL_PROPAGATORS says: the service's trace ids are W3C trace ids.
-  provider.register({ contextManager: new AsyncLocalContextManager(), propagator: new W3CTraceContextPropagator() });
+  // The active context is carried across awaits (AsyncLocalStorage), so a request's span is the parent of
+  // the workflow it starts, and an activity's span the context of its provider request. W3C trace
+  // context whatever OTEL_PROPAGATORS says: the service's trace ids are W3C trace ids.
+  provider.register({ contextManager: new AsyncLocalStorageContextManager().enable(), propagator: new W3CTraceContextPropagator() });
   installed = { provider, processor, resource: provider.resource, tracer: provider.getTracer('agent-execution-service') };
   return installed;
 }
