@@ -5,6 +5,7 @@ import { call, providerRequests, scriptModel, tenant, useApi, type Tenant } from
 import type { StubReply } from './stack/stubProvider';
 import { useTracedProcesses } from './support/tracedProcesses';
 import { everythingServer } from './support/mcpEverything';
+import { ingest, uploadedDocument } from './support/documents';
 
 /**
  * A run's `trace_id` is the W3C trace id of the request that started it, carried through its
@@ -79,11 +80,17 @@ describe('exporting spans', () => {
   const processes = useTracedProcesses();
 
   /** Runs one response through an API and a worker process with `env`, then stops both (SIGTERM, as a deploy does); returns the run. */
-  async function runThroughProcesses(env: Record<string, string | undefined>, traceparent: string, o: { replies?: StubReply[]; config?: Record<string, unknown> } = {}): Promise<{ status: number; body: any; t: Tenant }> {
+  /** `before` prepares the tenant (as its key's `scopes` allow) before the run is asked. */
+  async function runThroughProcesses(
+    env: Record<string, string | undefined>,
+    traceparent: string,
+    o: { replies?: StubReply[]; config?: Record<string, unknown>; scopes?: string[]; before?: (t: Tenant) => Promise<void>; input?: string } = {},
+  ): Promise<{ status: number; body: any; t: Tenant }> {
     const traced = await processes.start(env);
-    const t = await tenant({ config: o.config });
+    const t = await tenant({ config: o.config, scopes: o.scopes });
+    await o.before?.(t);
     if (o.replies) await scriptModel(t.model, o.replies);
-    const run = await call(traced.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: 'hi' }, headers: { traceparent } });
+    const run = await call(traced.url, 'POST', '/api/v2/responses', { key: t.key, body: { agent: t.agent, input: o.input ?? 'hi' }, headers: { traceparent } });
     await traced.settled(run.body.id);
     expect(await traced.stop()).toEqual([0, 0]);
     return { ...run, t };
@@ -146,15 +153,20 @@ describe('exporting spans', () => {
     }
   });
 
-  it('makes a remote MCP tool call an execute_tool span that names its server, and the run’s retrieval a retrieval span, under the run’s agent span', async () => {
+  it('makes a remote MCP tool call an execute_tool span that names its server, and the run’s retrieval a retrieval span with the chunks it found, under the run’s agent span', async () => {
     const receiver = await otlpReceiver('http/protobuf');
     const everything = await everythingServer();
     try {
       const traceId = hex(16);
-      // A collection that holds nothing yet: retrieved from, finding nothing.
       const config = { tools: [{ type: 'mcp', server_label: 'everything', server_url: everything.url, allowed_tools: ['echo'] }], knowledge: { collections: ['handbook'] } };
       const replies = [{ toolCalls: [{ name: 'everything__echo', arguments: '{"message":"hi"}' }] }, { text: 'It said hi.' }];
-      const run = await runThroughProcesses({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, `00-${traceId}-${hex(8)}-01`, { config, replies });
+      // The collection holds one passage, which the run's input finds.
+      const before = async (t: Tenant) => {
+        const document = await uploadedDocument(api.url, t.key, 'notes.txt', 'text/plain', Buffer.from('The zephyrine valve must be checked weekly.'));
+        expect(await ingest(api.url, t.key, document, 'handbook')).toMatchObject({ status: 'completed' });
+      };
+      const scopes = ['responses:create', 'documents:create', 'knowledge:write', 'knowledge:read'];
+      const run = await runThroughProcesses({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, `00-${traceId}-${hex(8)}-01`, { config, replies, scopes, before, input: 'Echo what the zephyrine valve needs.' });
       expect(run.body.status).toBe('completed');
       const tool = receiver.spans.find((s) => s.traceId === traceId && s.name === 'execute_tool everything__echo')!;
       const server = new URL(everything.url);
@@ -169,7 +181,7 @@ describe('exporting spans', () => {
         'server.port': Number(server.port),
       });
       const retrieval = receiver.spans.find((s) => s.traceId === traceId && s.name === 'retrieval handbook')!;
-      expect(retrieval.attributes).toEqual({ 'gen_ai.operation.name': 'retrieval', 'gen_ai.data_source.id': 'handbook', 'aes.retrieval.chunks': 0 });
+      expect(retrieval.attributes).toEqual({ 'gen_ai.operation.name': 'retrieval', 'gen_ai.data_source.id': 'handbook', 'aes.retrieval.chunks': 1 });
       const agent = receiver.spans.find((s) => s.traceId === traceId && s.name === 'invoke_agent agent')!;
       for (const s of [tool, retrieval]) expect(ancestors(receiver.spans, s)).toContain(agent.spanId);
     } finally {
