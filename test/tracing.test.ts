@@ -79,8 +79,10 @@ function ancestors(spans: ReceivedSpan[], span: ReceivedSpan): string[] {
 describe('exporting spans', () => {
   const processes = useTracedProcesses();
 
-  /** Runs one response through an API and a worker process with `env`, then stops both (SIGTERM, as a deploy does); returns the run. */
-  /** `before` prepares the tenant (as its key's `scopes` allow) before the run is asked. */
+  /**
+   * Runs one response through an API and a worker process with `env`, then stops both (SIGTERM, as a
+   * deploy does); returns the run. `before` prepares the tenant (as its key's `scopes` allow) first.
+   */
   async function runThroughProcesses(
     env: Record<string, string | undefined>,
     traceparent: string,
