@@ -92,6 +92,11 @@ export async function sequential(op: Operation, o: { warmup: number; count: numb
   return recorder.summary(o.count / ((performance.now() - started) / 1000), o.count);
 }
 
+/** How a closed loop is run, for the bench's log: `32 (5 s warm-up, 20 s measured)`. */
+export function loopShape(o: { concurrency: number; warmupMs: number; durationMs: number }): string {
+  return `${o.concurrency} (${o.warmupMs / 1000} s warm-up, ${o.durationMs / 1000} s measured)`;
+}
+
 /**
  * Closed loop: `concurrency` loops each send their next request as soon as the previous answers.
  * Requests started during the warm-up are thrown away; throughput counts the requests started in the

@@ -5,7 +5,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { PROJECT_ROOT } from '../infra/projectRoot';
-import { closedLoop, sequential, type Operation, type Summary } from './load';
+import { closedLoop, loopShape, sequential, type Operation, type Summary } from './load';
 import { waitFor, type Children } from './processes';
 import type { Stack } from './stack';
 import { slowTag } from './stubProvider';
@@ -27,9 +27,9 @@ const REQUIREMENTS = path.join(PEER_DIR, 'requirements.txt');
  */
 export const PEER_JOBS = 1000;
 /**
- * Clients of the wide shape: the peer's `/runs/wait` answers a second after a run at best (its own
- * queue's and wait's polling), so at c32 it is capped near 32 runs a second whatever its cores could
- * do. With this many clients that wait no longer binds.
+ * Clients of the wide shape: the peer answers `/runs/wait` about a second after the run is sent at
+ * best (its c1 p50 is 1,001 ms however quick the stub), so at c32 it is capped near 32 runs a second
+ * whatever its cores could do. With this many clients that wait no longer binds.
  */
 export const WIDE_CLIENTS = 128;
 
@@ -137,9 +137,9 @@ export async function peerFigures(children: Children, stubUrl: string, settings:
     const plain: Operation = () => run('Say hello.');
     log(`peer: run at concurrency 1 (${settings.c1.warmup} warm-up, ${settings.c1.count} measured)`);
     const c1 = await sequential(plain, settings.c1);
-    log(`peer: run at concurrency ${settings.c32.concurrency} (${settings.c32.warmupMs / 1000} s warm-up, ${settings.c32.durationMs / 1000} s measured)`);
+    log(`peer: run at concurrency ${loopShape(settings.c32)}`);
     const c32 = await closedLoop(plain, settings.c32);
-    log(`peer: run at concurrency ${settings.wide.concurrency} (${settings.wide.warmupMs / 1000} s warm-up, ${settings.wide.durationMs / 1000} s measured)`);
+    log(`peer: run at concurrency ${loopShape(settings.wide)}`);
     const wide = await closedLoop(plain, settings.wide);
     log(`peer: ${settings.batch.runs} runs of ${settings.batch.ms / 1000} s at once`);
     const burstFigures = await burst(run, settings.batch.runs, settings.batch.ms);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeTemporal } from '../infra/temporalClient';
 import { closeDb } from '../db/sequelize';
-import { closedLoop, ClosedLoopWindows, sequential, type Operation, type Summary } from './load';
+import { closedLoop, ClosedLoopWindows, loopShape, sequential, type Operation, type Summary } from './load';
 import { AUTH_GET_PATH, operations } from './operations';
 import { ingestionThroughput, INGESTED_BYTES, retrievalOverhead } from './knowledge';
 import { batchThroughput, BATCH_ITEMS } from './jobs';
@@ -147,7 +147,7 @@ async function alternatedC32(s: Stack, op: ReturnType<typeof operations>) {
 async function peer(s: Stack, children: Children): Promise<Parameters<typeof reportPeer>[0]> {
   const { c1, c32, batch: b } = SETTINGS;
   const op = operations(s);
-  log(`peer shapes: floor and run at concurrency 1 (${c1.warmup} warm-up, ${c1.count} measured), then at ${c32.concurrency} (${c32.warmupMs / 1000} s warm-up, ${c32.durationMs / 1000} s measured), then ${b.runs} runs of ${b.ms / 1000} s at once (floor, then run)`);
+  log(`peer shapes: floor and run at concurrency 1 (${c1.warmup} warm-up, ${c1.count} measured), then at ${loopShape(c32)}, then ${b.runs} runs of ${b.ms / 1000} s at once (floor, then run)`);
   const floorC1 = await sequential(op.floor, c1);
   const runC1 = await sequential(op.run, c1);
   const { floorC32, runC32 } = await alternatedC32(s, op);
@@ -155,7 +155,7 @@ async function peer(s: Stack, children: Children): Promise<Parameters<typeof rep
   const floorBurst = await burst(floorRun(s, b.ms), b.runs, b.ms);
   const burstFigures = await burst(serviceRun(s), b.runs, b.ms);
   // After the bursts, which it would otherwise meet on a fuller store (docs/performance.md).
-  log(`peer shapes: run at concurrency ${SETTINGS.wide.concurrency} (${SETTINGS.wide.warmupMs / 1000} s warm-up, ${SETTINGS.wide.durationMs / 1000} s measured)`);
+  log(`peer shapes: run at concurrency ${loopShape(SETTINGS.wide)}`);
   const runWide = await closedLoop(op.run, SETTINGS.wide);
   const ours = {
     floor: { c1: floorC1, c32: floorC32.summary },
@@ -184,7 +184,7 @@ async function measure(s: Stack, children: Children): Promise<Measured> {
     return sequential(operation, SETTINGS.c1);
   };
   const atC32 = async (what: string, operation: Operation, settings = SETTINGS.c32): Promise<Loaded> => {
-    log(`${what} at concurrency ${settings.concurrency} (${settings.warmupMs / 1000} s warm-up, ${settings.durationMs / 1000} s measured)`);
+    log(`${what} at concurrency ${loopShape(settings)}`);
     const { result, usage } = await s.sampler.during(() => closedLoop(operation, settings));
     return { summary: result, usage };
   };
